@@ -1,0 +1,125 @@
+"""The attackers' off-policy critics Q_r(s, a) and Q_c(s, a) (paper appendix C.3, Eq. 13-17).
+
+Trained in every training run (vanilla included) from a replay buffer, with polyak-averaged
+target networks, so that every agent is attacked with its own critics. Costs are divided by
+``cost_scale`` in the targets (5 in the original code); the attackers only use the critics'
+gradients and ranks, which the scale does not change.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from robustsafe.buffers import ReplayBuffer
+from robustsafe.nets import GaussianActor, ObsNormalizer, QCritic
+
+
+@dataclass(frozen=True)
+class CriticConfig:
+    lr: float = 1e-3
+    polyak: float = 0.995
+    batch_size: int = 300
+    updates_per_epoch: int = 40
+    replay_size: int = 100_000
+    cost_scale: float = 5.0
+    gamma: float = 0.99
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.polyak < 1.0:
+            raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
+        if self.cost_scale <= 0:
+            raise ValueError(f"cost_scale must be > 0, got {self.cost_scale}")
+
+
+class QCritics(nn.Module):
+    """Q_r (two heads, minimum taken) and Q_c, the networks an attacker needs."""
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden: tuple[int, ...],
+        obs_normalizer: ObsNormalizer | None = None,
+    ) -> None:
+        super().__init__()
+        self.q_reward = QCritic(obs_dim, act_dim, hidden, 2, obs_normalizer)
+        self.q_cost = QCritic(obs_dim, act_dim, hidden, 1, obs_normalizer)
+
+
+def _polyak(target: nn.Module, source: nn.Module, rho: float) -> None:
+    with torch.no_grad():
+        for t, s in zip(target.parameters(), source.parameters(), strict=True):
+            t.mul_(rho).add_(s, alpha=1.0 - rho)
+
+
+class CriticTrainer:
+    """Fits ``QCritics`` to the current policy by TD learning on a replay buffer."""
+
+    def __init__(self, critics: QCritics, obs_dim: int, act_dim: int, cfg: CriticConfig) -> None:
+        self.cfg = cfg
+        self.critics = critics
+        self.target = copy.deepcopy(critics).requires_grad_(False)
+        # The target networks must see observations through the live normaliser, not a copy.
+        for live, tgt in ((critics.q_reward, self.target.q_reward), (critics.q_cost, self.target.q_cost)):
+            tgt.obs_normalizer = live.obs_normalizer
+        self.optim = torch.optim.Adam(critics.parameters(), lr=cfg.lr)
+        self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)
+
+    def add(
+        self,
+        obs: np.ndarray,
+        act: np.ndarray,
+        reward: np.ndarray,
+        cost: np.ndarray,
+        next_obs: np.ndarray,
+        terminated: np.ndarray,
+    ) -> None:
+        """Store transitions; a time-limit truncation is not a terminal (bootstrap through)."""
+        self.replay.add(obs, act, reward, cost / self.cfg.cost_scale, next_obs, terminated)
+
+    def update(self, actor: GaussianActor, rng: np.random.Generator) -> dict[str, float]:
+        """``updates_per_epoch`` TD steps; polyak averaging after every step."""
+        if self.replay.size == 0:
+            return {}
+        cfg = self.cfg
+        loss_r_sum = loss_c_sum = 0.0
+        for _ in range(cfg.updates_per_epoch):
+            b = {k: torch.as_tensor(v) for k, v in self.replay.sample(cfg.batch_size, rng).items()}
+            with torch.no_grad():
+                next_act = actor.distribution(b["next_obs"]).sample()
+                not_done = 1.0 - b["done"]
+                target_r = b["reward"] + cfg.gamma * not_done * self.target.q_reward(
+                    b["next_obs"], next_act
+                )
+                target_c = b["cost"] + cfg.gamma * not_done * self.target.q_cost(
+                    b["next_obs"], next_act
+                )
+            q_r = self.critics.q_reward.all_heads(b["obs"], b["act"])
+            q_c = self.critics.q_cost.all_heads(b["obs"], b["act"])
+            loss_r = ((q_r - target_r) ** 2).mean(dim=1).sum()
+            loss_c = ((q_c - target_c) ** 2).mean(dim=1).sum()
+            self.optim.zero_grad(set_to_none=True)
+            (loss_r + loss_c).backward()
+            self.optim.step()
+            _polyak(self.target, self.critics, cfg.polyak)
+            loss_r_sum += float(loss_r)
+            loss_c_sum += float(loss_c)
+        n = cfg.updates_per_epoch
+        return {"loss_q_reward": loss_r_sum / n, "loss_q_cost": loss_c_sum / n}
+
+    def state_dict(self) -> dict:
+        return {
+            "target": self.target.state_dict(),
+            "optim": self.optim.state_dict(),
+            "replay": self.replay.state_dict(),
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        self.target.load_state_dict(d["target"])
+        self.optim.load_state_dict(d["optim"])
+        self.replay.load_state_dict(d["replay"])

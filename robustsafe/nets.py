@@ -1,0 +1,159 @@
+"""Networks: the Gaussian actor, the value critics V_r / V_c and the attackers' Q critics.
+
+All modules take and return batched float32 tensors: observations are ``(batch, obs_dim)``,
+actions ``(batch, act_dim)``; values are ``(batch,)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+
+class ObsNormalizer(nn.Module):
+    """Running mean / variance of observations, applied as ``clip((obs - mean) / std)``.
+
+    Shared by reference between the actor and the critics of one agent so that every network
+    takes RAW observations; attackers therefore perturb raw observations by default. The
+    statistics change only through ``update`` (training rollouts) and are saved with the agent,
+    frozen at evaluation.
+    """
+
+    def __init__(self, obs_dim: int, clip: float = 10.0, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.clip = clip
+        self.eps = eps
+        self.register_buffer("mean", torch.zeros(obs_dim, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(obs_dim, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, batch: torch.Tensor) -> None:
+        """Merge a batch's moments into the running moments (Chan et al.'s parallel formula)."""
+        b = batch.reshape(-1, batch.shape[-1]).to(torch.float64)
+        n = b.shape[0]
+        if n == 0:
+            return
+        b_mean = b.mean(0)
+        b_var = b.var(0, unbiased=False)
+        total = self.count + n
+        delta = b_mean - self.mean
+        self.mean += delta * n / total
+        m2 = self.var * self.count + b_var * n + delta**2 * self.count * n / total
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    @property
+    def std(self) -> torch.Tensor:
+        return torch.sqrt(self.var + self.eps).to(torch.float32)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        z = (obs - self.mean.to(obs.dtype)) / self.std.to(obs.dtype)
+        return z.clamp(-self.clip, self.clip)
+
+
+def _prepare(normalizer: ObsNormalizer | None, obs: torch.Tensor) -> torch.Tensor:
+    return obs if normalizer is None else normalizer(obs)
+
+
+def mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:
+    """A ReLU multilayer perceptron with a linear output layer."""
+    layers: list[nn.Module] = []
+    last = in_dim
+    for width in hidden:
+        layers += [nn.Linear(last, width), nn.ReLU()]
+        last = width
+    layers.append(nn.Linear(last, out_dim))
+    return nn.Sequential(*layers)
+
+
+class GaussianActor(nn.Module):
+    """Gaussian policy with a state-independent log-std (paper, appendix C.7).
+
+    The mean is squashed into the action box, ``low + (high - low) * sigmoid(MLP(obs))``, so the
+    deterministic (mean) action used for evaluation and by the attackers is always valid.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden: Sequence[int] = (128, 128),
+        act_low: float = -1.0,
+        act_high: float = 1.0,
+        init_log_std: float = -0.5,
+        obs_normalizer: ObsNormalizer | None = None,
+    ) -> None:
+        super().__init__()
+        self.obs_normalizer = obs_normalizer
+        self.net = mlp(obs_dim, hidden, act_dim)
+        self.log_std = nn.Parameter(torch.full((act_dim,), float(init_log_std)))
+        self.register_buffer("act_low", torch.full((act_dim,), float(act_low)))
+        self.register_buffer("act_high", torch.full((act_dim,), float(act_high)))
+
+    def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """The deterministic action mu(s), differentiable with respect to ``obs``."""
+        return self.act_low + (self.act_high - self.act_low) * torch.sigmoid(
+            self.net(_prepare(self.obs_normalizer, obs))
+        )
+
+    def distribution(self, obs: torch.Tensor) -> Normal:
+        """pi(.|s) as a diagonal Gaussian."""
+        return Normal(self.mean_action(obs), self.log_std.exp().expand(obs.shape[0], -1))
+
+    def log_prob(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """log pi(a|s), summed over action dimensions: shape ``(batch,)``."""
+        return self.distribution(obs).log_prob(act).sum(-1)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.mean_action(obs)
+
+
+class ValueCritic(nn.Module):
+    """State value V(s) for the reward or the cost."""
+
+    def __init__(
+        self,
+        obs_dim: int,
+        hidden: Sequence[int] = (128, 128),
+        obs_normalizer: ObsNormalizer | None = None,
+    ) -> None:
+        super().__init__()
+        self.obs_normalizer = obs_normalizer
+        self.net = mlp(obs_dim, hidden, 1)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(_prepare(self.obs_normalizer, obs)).squeeze(-1)
+
+
+class QCritic(nn.Module):
+    """State-action value Q(s, a) with ``n_heads`` independent heads, reduced by the minimum.
+
+    Two heads (clipped double Q) for the reward critic Q_r, one for the cost critic Q_c, as in
+    the paper's implementation (REFERENCE.md section 2).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden: Sequence[int] = (128, 128),
+        n_heads: int = 1,
+        obs_normalizer: ObsNormalizer | None = None,
+    ) -> None:
+        super().__init__()
+        self.obs_normalizer = obs_normalizer
+        if n_heads < 1:
+            raise ValueError(f"n_heads must be >= 1, got {n_heads}")
+        self.heads = nn.ModuleList(mlp(obs_dim + act_dim, hidden, 1) for _ in range(n_heads))
+
+    def all_heads(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """Every head's value: shape ``(n_heads, batch)``."""
+        x = torch.cat([_prepare(self.obs_normalizer, obs), act], dim=-1)
+        return torch.stack([h(x).squeeze(-1) for h in self.heads])
+
+    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        return self.all_heads(obs, act).min(dim=0).values
