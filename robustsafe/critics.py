@@ -65,7 +65,10 @@ class CriticTrainer:
         self.critics = critics
         self.target = copy.deepcopy(critics).requires_grad_(False)
         # The target networks must see observations through the live normaliser, not a copy.
-        for live, tgt in ((critics.q_reward, self.target.q_reward), (critics.q_cost, self.target.q_cost)):
+        for live, tgt in (
+            (critics.q_reward, self.target.q_reward),
+            (critics.q_cost, self.target.q_cost),
+        ):
             tgt.obs_normalizer = live.obs_normalizer
         self.optim = torch.optim.Adam(critics.parameters(), lr=cfg.lr)
         self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)

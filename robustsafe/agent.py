@@ -1,0 +1,142 @@
+"""A trained agent on disk: policy, value critics, the attackers' Q critics and the normaliser.
+
+Agent files hold only tensors and plain values, so they load with ``torch.load(...,
+weights_only=True)``: loading a file from someone else cannot run code.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from robustsafe.config import TrainConfig, from_dict, to_dict
+from robustsafe.critics import QCritics
+from robustsafe.nets import GaussianActor, ObsNormalizer, ValueCritic
+
+AGENT_FORMAT = "robustsafe-agent"
+AGENT_VERSION = 1
+
+
+@dataclass
+class Agent:
+    config: TrainConfig
+    actor: GaussianActor
+    v_reward: ValueCritic
+    v_cost: ValueCritic
+    critics: QCritics
+    obs_normalizer: ObsNormalizer | None
+    epoch: int
+
+    @property
+    def obs_dim(self) -> int:
+        return int(self.actor.net[0].in_features)
+
+    @property
+    def act_dim(self) -> int:
+        return int(self.actor.log_std.shape[0])
+
+    def eval(self) -> Agent:
+        for m in (self.actor, self.v_reward, self.v_cost, self.critics):
+            m.eval().requires_grad_(False)
+        return self
+
+
+def build_networks(
+    cfg: TrainConfig, obs_dim: int, act_dim: int, act_low: float = -1.0, act_high: float = 1.0
+) -> tuple[GaussianActor, ValueCritic, ValueCritic, QCritics, ObsNormalizer | None]:
+    """Fresh networks of the shapes ``cfg`` asks for."""
+    norm = ObsNormalizer(obs_dim) if cfg.obs_normalization else None
+    h = cfg.ppo.hidden
+    actor = GaussianActor(obs_dim, act_dim, h, act_low, act_high, cfg.ppo.init_log_std, norm)
+    return (
+        actor,
+        ValueCritic(obs_dim, h, norm),
+        ValueCritic(obs_dim, h, norm),
+        QCritics(obs_dim, act_dim, h, norm),
+        norm,
+    )
+
+
+def atomic_torch_save(obj: Any, path: Path) -> None:
+    """Write ``obj`` to ``path`` so that a crash never leaves a half-written file there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_agent(
+    path: Path,
+    cfg: TrainConfig,
+    actor: GaussianActor,
+    v_reward: ValueCritic,
+    v_cost: ValueCritic,
+    critics: QCritics,
+    epoch: int,
+) -> None:
+    atomic_torch_save(
+        {
+            "format": AGENT_FORMAT,
+            "version": AGENT_VERSION,
+            "config": to_dict(cfg),
+            "obs_dim": int(actor.net[0].in_features),
+            "act_dim": int(actor.log_std.shape[0]),
+            "act_low": float(actor.act_low[0]),
+            "act_high": float(actor.act_high[0]),
+            "epoch": epoch,
+            "actor": actor.state_dict(),
+            "v_reward": v_reward.state_dict(),
+            "v_cost": v_cost.state_dict(),
+            "critics": critics.state_dict(),
+        },
+        path,
+    )
+
+
+def load_agent(path: str | Path) -> Agent:
+    """Load an agent file, or the latest agent of a run directory, with clear errors."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "agent.pt"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no agent at {path}: pass a run directory made by `robustsafe train` "
+            "(it holds agent.pt) or an agent .pt file"
+        )
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # truncated, not a torch file, or not an agent
+        raise ValueError(f"cannot read agent file {path}: it is corrupt or not an agent ({err})")
+    if not isinstance(data, dict) or data.get("format") != AGENT_FORMAT:
+        raise ValueError(f"{path} is not a RobustSafe agent file")
+    if data.get("version") != AGENT_VERSION:
+        raise ValueError(
+            f"{path} has agent format version {data.get('version')}; this RobustSafe reads "
+            f"version {AGENT_VERSION}"
+        )
+    cfg = from_dict(TrainConfig, data["config"])
+    actor, v_r, v_c, critics, norm = build_networks(
+        cfg, data["obs_dim"], data["act_dim"], data["act_low"], data["act_high"]
+    )
+    try:
+        actor.load_state_dict(data["actor"])
+        v_r.load_state_dict(data["v_reward"])
+        v_c.load_state_dict(data["v_cost"])
+        critics.load_state_dict(data["critics"])
+    except (RuntimeError, KeyError) as err:
+        raise ValueError(f"{path}: the stored networks do not match its config ({err})") from None
+    return Agent(cfg, actor, v_r, v_c, critics, norm, int(data["epoch"])).eval()

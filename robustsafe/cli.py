@@ -1,0 +1,197 @@
+"""The ``robustsafe`` command."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from robustsafe.config import PRESETS, TrainConfig, from_dict, preset, to_dict
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+# ----------------------------------------------------------------------------- train
+
+
+def _apply_sets(cfg: TrainConfig, sets: list[str]) -> TrainConfig:
+    """Apply ``--set a.b=value`` overrides (values parsed as YAML scalars)."""
+    import yaml
+
+    data = to_dict(cfg)
+    for item in sets:
+        if "=" not in item:
+            raise CLIError(f"--set expects KEY=VALUE (for example ppo.actor_lr=1e-3), got {item!r}")
+        key, raw = item.split("=", 1)
+        node = data
+        parts = key.split(".")
+        for p in parts[:-1]:
+            if not isinstance(node.get(p), dict):
+                raise CLIError(f"--set {key}: {p!r} is not a settings group")
+            node = node[p]
+        if parts[-1] not in node:
+            raise CLIError(f"--set {key}: unknown setting; known here: {sorted(node)}")
+        node[parts[-1]] = yaml.safe_load(raw)
+    try:
+        return from_dict(TrainConfig, data)
+    except (ValueError, TypeError) as err:
+        raise CLIError(str(err)) from None
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from robustsafe.train import train
+
+    out = Path(args.out) if args.out else Path("runs") / args.env / f"{args.preset}-seed{args.seed}"
+    try:
+        cfg = preset(args.env, args.preset, seed=args.seed)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    overrides: dict[str, Any] = {}
+    if args.workers is not None:
+        overrides["workers"] = args.workers
+    if args.num_envs is not None:
+        overrides["num_envs"] = args.num_envs
+    if args.obs_norm:
+        overrides["obs_normalization"] = True
+    try:
+        cfg = replace(cfg, **overrides)
+        cfg = _apply_sets(cfg, args.set or [])
+        if args.epochs is not None:
+            cfg = replace(cfg, epochs=args.epochs)
+        if args.total_steps is not None:
+            if args.total_steps < 1:
+                raise CLIError(f"--total-steps must be >= 1, got {args.total_steps}")
+            cfg = replace(cfg, epochs=max(1, math.ceil(args.total_steps / cfg.steps_per_epoch)))
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    if not args.resume:
+        from robustsafe.envs import make
+
+        make(cfg.env_id).close()  # fail fast, with the list of valid ids, on a bad --env
+    try:
+        train(cfg, out, resume=args.resume, progress=not args.no_progress)
+    except (FileExistsError, FileNotFoundError) as err:
+        raise CLIError(str(err)) from None
+    print(f"run saved in {out}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- evaluate
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from robustsafe.agent import load_agent
+    from robustsafe.envs import VectorEnv
+    from robustsafe.evaluate import evaluate_agent, format_table, write_json_atomic
+
+    try:
+        agent = load_agent(args.run)
+    except (FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    env_id = args.env or agent.config.env_id
+    if args.episodes < 1:
+        raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    num_envs = min(args.num_envs, args.episodes)
+    try:
+        vec = VectorEnv(env_id, num_envs, seed=args.seed, workers=args.workers)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    try:
+        results = evaluate_agent(agent, vec, episodes=args.episodes, seed=args.seed)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    finally:
+        vec.close()
+    run = Path(args.run)
+    out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / "eval.json"
+    payload = {
+        "agent": str(args.run),
+        "env_id": env_id,
+        "agent_epoch": agent.epoch,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "actions": "deterministic (mean)",
+        "results": [r.to_dict() for r in results],
+    }
+    write_json_atomic(out, payload)
+    print(f"{env_id}: {args.episodes} episodes, seed {args.seed}, agent epoch {agent.epoch}")
+    print(format_table(results))
+    print(f"written to {out}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- tabular
+
+
+def cmd_tabular_demo(args: argparse.Namespace) -> int:
+    from robustsafe.tabular.demo import run_demo
+
+    print(run_demo(Path(args.out)))
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="robustsafe",
+        description="Safe RL under observational attacks: train, attack, evaluate.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a PPO-Lagrangian agent")
+    t.add_argument("--env", default="SafetyCarRun-v0", help="environment id")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--preset", default="paper", choices=PRESETS, help="settings preset")
+    t.add_argument("--total-steps", type=int, help="environment steps (rounded up to epochs)")
+    t.add_argument("--epochs", type=int, help="number of epochs (instead of --total-steps)")
+    t.add_argument("--out", help="run directory (default runs/ENV/PRESET-seedSEED)")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out")
+    t.add_argument("--workers", type=int, help="env subprocesses (0: in-process)")
+    t.add_argument("--num-envs", type=int, help="parallel environments")
+    t.add_argument("--obs-norm", action="store_true", help="observation normaliser (off: paper)")
+    t.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. ppo.actor_lr=1e-3",
+    )
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("evaluate", help="evaluate an agent with deterministic actions")
+    e.add_argument("--run", required=True, help="run directory or agent .pt file")
+    e.add_argument("--episodes", type=int, default=50)
+    e.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
+    e.add_argument("--env", help="environment id (default: the agent's)")
+    e.add_argument("--out", help="JSON file (default RUN/eval.json)")
+    e.add_argument("--num-envs", type=int, default=10)
+    e.add_argument("--workers", type=int, default=2)
+    e.set_defaults(func=cmd_evaluate)
+
+    tab = sub.add_parser("tabular", help="the exact finite-CMDP toolkit")
+    tab_sub = tab.add_subparsers(dest="tabular_command", required=True)
+    demo = tab_sub.add_parser("demo", help="the worked grid-world example")
+    demo.add_argument("--out", default="runs/tabular", help="folder for the figure")
+    demo.set_defaults(func=cmd_tabular_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CLIError as err:
+        print(f"robustsafe {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

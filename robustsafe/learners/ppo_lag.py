@@ -1,0 +1,204 @@
+"""PPO-Lagrangian with a PID multiplier (paper section 4.2, appendix C.2, Eq. 11).
+
+Actor loss on a (mini)batch, with r = pi(a|s) / pi_old(a|s):
+
+    L = ( -mean(min(r A_r, clip(r, 1 - c, 1 + c) A_r)) + lambda * mean(r A_c) ) / (1 + lambda)
+
+The reward advantage is normalised; the cost advantage is raw (the original code), optionally
+centred. The actor passes stop early when the approximate KL exceeds ``kl_stop_factor *
+target_kl``. The value critics V_r and V_c regress the GAE returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from robustsafe.buffers import gae
+from robustsafe.config import PPOLagConfig
+from robustsafe.nets import GaussianActor, ValueCritic
+from robustsafe.pid import PIDConfig, PIDLagrangian
+
+
+@dataclass
+class Rollout:
+    """One epoch of experience, arrays of shape ``(T, N, ...)`` (time, environment).
+
+    ``obs`` is what the policy acted on (perturbed under adversarial training); ``next_obs`` the
+    true next observation (the final one at an episode's end).
+    """
+
+    obs: np.ndarray
+    act: np.ndarray
+    logp: np.ndarray
+    reward: np.ndarray
+    cost: np.ndarray
+    next_obs: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.reward.size)
+
+
+# An optional extra actor loss on a minibatch of flat indices (SA-PPOL's regulariser).
+ExtraActorLoss = Callable[[GaussianActor, torch.Tensor], torch.Tensor]
+
+
+class PPOLagrangian:
+    def __init__(
+        self,
+        actor: GaussianActor,
+        v_reward: ValueCritic,
+        v_cost: ValueCritic,
+        cfg: PPOLagConfig,
+        pid: PIDConfig,
+    ) -> None:
+        self.cfg = cfg
+        self.actor = actor
+        self.v_reward = v_reward
+        self.v_cost = v_cost
+        self.actor_optim = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
+        self.critic_optim = torch.optim.Adam(
+            list(self.v_reward.parameters()) + list(self.v_cost.parameters()), lr=cfg.critic_lr
+        )
+        self.pid = PIDLagrangian(pid)
+
+    # ------------------------------------------------------------------ advantages
+
+    @torch.no_grad()
+    def advantages(self, ro: Rollout) -> dict[str, torch.Tensor]:
+        """Flattened training tensors with GAE advantages and returns for reward and cost."""
+        T, N = ro.reward.shape
+        obs = torch.as_tensor(ro.obs).reshape(T * N, -1)
+        next_obs = torch.as_tensor(ro.next_obs).reshape(T * N, -1)
+        end = ro.terminated | ro.truncated
+        out: dict[str, torch.Tensor] = {
+            "obs": obs,
+            "act": torch.as_tensor(ro.act).reshape(T * N, -1),
+            "logp": torch.as_tensor(ro.logp).reshape(T * N),
+        }
+        for key, critic, signal in (("r", self.v_reward, ro.reward), ("c", self.v_cost, ro.cost)):
+            v = critic(obs).reshape(T, N).double().numpy()
+            v_next = critic(next_obs).reshape(T, N).double().numpy()
+            adv, ret = gae(
+                signal, v, v_next, ro.terminated, end, self.cfg.gamma, self.cfg.gae_lambda
+            )
+            out[f"adv_{key}"] = torch.as_tensor(adv, dtype=torch.float32).reshape(T * N)
+            out[f"ret_{key}"] = torch.as_tensor(ret, dtype=torch.float32).reshape(T * N)
+        if self.cfg.normalize_reward_advantage:
+            a = out["adv_r"]
+            out["adv_r"] = (a - a.mean()) / (a.std() + 1e-8)
+        if self.cfg.center_cost_advantage:
+            out["adv_c"] = out["adv_c"] - out["adv_c"].mean()
+        return out
+
+    # ------------------------------------------------------------------ update
+
+    def _minibatches(self, n: int, generator: torch.Generator) -> list[torch.Tensor]:
+        if self.cfg.minibatch_size is None or self.cfg.minibatch_size >= n:
+            return [torch.arange(n)]
+        perm = torch.randperm(n, generator=generator)
+        return list(perm.split(self.cfg.minibatch_size))
+
+    def update(
+        self,
+        ro: Rollout,
+        mean_episode_cost: float | None,
+        generator: torch.Generator,
+        extra_actor_loss: ExtraActorLoss | None = None,
+    ) -> dict[str, float]:
+        """One epoch's learner update: multiplier (PID), then actor, then value critics."""
+        cfg = self.cfg
+        if mean_episode_cost is not None:  # no finished episode: keep the multiplier
+            self.pid.update(mean_episode_cost)
+        lam = self.pid.multiplier
+        data = self.advantages(ro)
+        n = data["obs"].shape[0]
+
+        stop = False
+        kl = 0.0
+        passes = 0
+        extra_sum = 0.0
+        for _ in range(cfg.actor_passes):
+            for idx in self._minibatches(n, generator):
+                logp = self.actor.log_prob(data["obs"][idx], data["act"][idx])
+                log_ratio = logp - data["logp"][idx]
+                kl = float((-log_ratio).detach().mean())
+                if kl > cfg.kl_stop_factor * cfg.target_kl:
+                    stop = True
+                    break
+                ratio = log_ratio.exp()
+                adv_r, adv_c = data["adv_r"][idx], data["adv_c"][idx]
+                surrogate = torch.min(
+                    ratio * adv_r, ratio.clamp(1 - cfg.clip_ratio, 1 + cfg.clip_ratio) * adv_r
+                ).mean()
+                loss = (-surrogate + lam * (ratio * adv_c).mean()) / (1.0 + lam)
+                if extra_actor_loss is not None:
+                    extra = extra_actor_loss(self.actor, idx)
+                    loss = loss + extra
+                    extra_sum += float(extra)
+                self.actor_optim.zero_grad(set_to_none=True)
+                loss.backward()
+                _clip(self.actor, cfg.actor_max_grad_norm)
+                self.actor_optim.step()
+            if stop:
+                break
+            passes += 1
+
+        critic_loss = 0.0
+        for _ in range(cfg.critic_passes):
+            for idx in self._minibatches(n, generator):
+                obs = data["obs"][idx]
+                loss_v = ((self.v_reward(obs) - data["ret_r"][idx]) ** 2).mean() + (
+                    (self.v_cost(obs) - data["ret_c"][idx]) ** 2
+                ).mean()
+                self.critic_optim.zero_grad(set_to_none=True)
+                loss_v.backward()
+                if cfg.critic_max_grad_norm is not None:
+                    nn.utils.clip_grad_norm_(
+                        list(self.v_reward.parameters()) + list(self.v_cost.parameters()),
+                        cfg.critic_max_grad_norm,
+                    )
+                self.critic_optim.step()
+                critic_loss = float(loss_v.detach())
+        metrics = {
+            "lambda": lam,
+            "approx_kl": kl,
+            "actor_passes": float(passes),
+            "loss_v": critic_loss,
+            "log_std": float(self.actor.log_std.detach().mean()),
+        }
+        if extra_actor_loss is not None:
+            metrics["extra_actor_loss"] = extra_sum
+        return metrics
+
+    # ------------------------------------------------------------------ state
+
+    def state_dict(self) -> dict:
+        return {
+            "actor": self.actor.state_dict(),
+            "v_reward": self.v_reward.state_dict(),
+            "v_cost": self.v_cost.state_dict(),
+            "actor_optim": self.actor_optim.state_dict(),
+            "critic_optim": self.critic_optim.state_dict(),
+            "pid": self.pid.state_dict(),
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        self.actor.load_state_dict(d["actor"])
+        self.v_reward.load_state_dict(d["v_reward"])
+        self.v_cost.load_state_dict(d["v_cost"])
+        self.actor_optim.load_state_dict(d["actor_optim"])
+        self.critic_optim.load_state_dict(d["critic_optim"])
+        self.pid.load_state_dict(d["pid"])
+
+
+def _clip(module: nn.Module, max_norm: float | None) -> None:
+    if max_norm is not None:
+        nn.utils.clip_grad_norm_(module.parameters(), max_norm)

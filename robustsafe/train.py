@@ -1,0 +1,264 @@
+"""The training loop (the paper's Algorithm 1): rollout, learner update, critic update.
+
+A run directory holds:
+
+    config.yaml            the resolved settings
+    metrics.csv            one row per epoch
+    tb/                    TensorBoard logs
+    agent.pt               the latest agent (policy, V and Q critics, normaliser)
+    checkpoints/           agent snapshots every ``checkpoint_every`` epochs
+    state.pt               everything needed to resume: optimisers, PID state, replay buffer,
+                           random-generator states, epoch counter
+
+Every file is written atomically. Each epoch starts fresh episodes from seeds derived from
+(seed, epoch), so a run killed at any point and resumed with ``resume=True`` ends with the same
+parameters as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+from robustsafe.agent import atomic_torch_save, build_networks, save_agent
+from robustsafe.config import TrainConfig, from_dict, to_dict
+from robustsafe.critics import CriticTrainer
+from robustsafe.envs import VectorEnv
+from robustsafe.learners.ppo_lag import PPOLagrangian
+from robustsafe.rollout import collect
+
+STATE_FORMAT = "robustsafe-train-state"
+
+
+def epoch_episode_seed(seed: int, epoch: int) -> int:
+    """The seed of the episodes of ``epoch`` (1-based) in a run seeded with ``seed``."""
+    return int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0])
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def load_run_config(run_dir: Path) -> TrainConfig:
+    path = run_dir / "config.yaml"
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
+    return from_dict(TrainConfig, yaml.safe_load(path.read_text()))
+
+
+def run_status(run_dir: Path) -> tuple[int, int] | None:
+    """(epochs done, epochs planned) of a run directory, or None if it holds no state."""
+    state = run_dir / "state.pt"
+    if not state.exists():
+        return None
+    cfg = load_run_config(run_dir)
+    data = torch.load(state, map_location="cpu", weights_only=False)
+    return int(data["epoch"]), cfg.epochs
+
+
+class _MetricsCSV:
+    def __init__(self, path: Path, keep_through_epoch: int) -> None:
+        self.path = path
+        self.fields: list[str] | None = None
+        if path.exists():  # resuming: drop rows written after the last checkpoint
+            with path.open() as f:
+                rows = list(csv.DictReader(f))
+            rows = [r for r in rows if int(r["epoch"]) <= keep_through_epoch]
+            if rows:
+                self.fields = list(rows[0].keys())
+            tmp = path.with_name(f".{path.name}.tmp")
+            with tmp.open("w", newline="") as f:
+                if self.fields:
+                    w = csv.DictWriter(f, fieldnames=self.fields)
+                    w.writeheader()
+                    w.writerows(rows)
+            os.replace(tmp, path)
+
+    def append(self, row: dict[str, Any]) -> None:
+        new = self.fields is None
+        if new:
+            self.fields = list(row.keys())
+        with self.path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=self.fields, extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerow(row)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def train(
+    cfg: TrainConfig,
+    out_dir: str | Path,
+    resume: bool = False,
+    progress: bool = True,
+    stop_after_epoch: int | None = None,
+) -> Path:
+    """Train (or resume) a run in ``out_dir``; returns the run directory.
+
+    ``stop_after_epoch`` ends the call early after that epoch, as a kill would (tests).
+    """
+    out = Path(out_dir)
+    state_path = out / "state.pt"
+    if resume:
+        if not state_path.exists():
+            raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
+        saved = load_run_config(out)
+        if cfg.epochs != saved.epochs:  # the only setting a resume may change: the length
+            saved = replace(saved, epochs=cfg.epochs)
+        cfg = saved
+    elif state_path.exists():
+        raise FileExistsError(
+            f"{out} already holds a run; pass --resume to continue it or choose another --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "config.yaml", yaml.safe_dump(to_dict(cfg), sort_keys=False))
+
+    torch.set_num_threads(cfg.torch_threads)
+    torch.manual_seed(cfg.seed)  # network initialisation
+    generator = torch.Generator().manual_seed(cfg.seed + 1)  # actions and minibatches
+    np_rng = np.random.default_rng(cfg.seed)  # replay sampling
+
+    vec = VectorEnv(cfg.env_id, cfg.num_envs, seed=cfg.seed, workers=cfg.workers)
+    try:
+        actor, v_r, v_c, critics, norm = build_networks(
+            cfg, vec.obs_dim, vec.act_dim, float(vec.act_low.min()), float(vec.act_high.max())
+        )
+        learner = PPOLagrangian(actor, v_r, v_c, cfg.ppo, cfg.pid)
+        critic_trainer = CriticTrainer(critics, vec.obs_dim, vec.act_dim, cfg.critics)
+
+        start_epoch, env_steps, elapsed = 0, 0, 0.0
+        if resume:
+            state = torch.load(state_path, map_location="cpu", weights_only=False)
+            if state.get("format") != STATE_FORMAT:
+                raise ValueError(f"{state_path} is not a RobustSafe training state")
+            learner.load_state_dict(state["learner"])
+            critics.load_state_dict(state["critics"])
+            critic_trainer.load_state_dict(state["critic_trainer"])
+            torch.set_rng_state(state["torch_rng"])
+            generator.set_state(state["generator"])
+            np_rng.bit_generator.state = state["np_rng"]
+            start_epoch, env_steps = int(state["epoch"]), int(state["env_steps"])
+            elapsed = float(state["elapsed"])
+
+        metrics_csv = _MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
+        from torch.utils.tensorboard import SummaryWriter
+
+        tb = SummaryWriter(str(out / "tb"), purge_step=start_epoch + 1)
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(
+                total=cfg.total_steps,
+                initial=env_steps,
+                unit="step",
+                dynamic_ncols=True,
+                desc=cfg.env_id,
+            )
+        t_start = time.perf_counter() - elapsed
+        last_return = last_cost = float("nan")
+        for epoch in range(start_epoch + 1, cfg.epochs + 1):
+            t_epoch = time.perf_counter()
+            result = collect(
+                vec, actor, cfg.rollout_length, epoch_episode_seed(cfg.seed, epoch), generator
+            )
+            ro = result.rollout
+            if norm is not None:
+                norm.update(torch.from_numpy(result.clean_obs))
+            t_update = time.perf_counter()
+            eps = result.episodes
+            mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
+            metrics: dict[str, float] = learner.update(ro, mean_cost, generator)
+            flat = ro.size
+            critic_trainer.add(
+                ro.obs.reshape(flat, -1),
+                ro.act.reshape(flat, -1),
+                ro.reward.reshape(flat),
+                ro.cost.reshape(flat),
+                ro.next_obs.reshape(flat, -1),
+                ro.terminated.reshape(flat),
+            )
+            metrics.update(critic_trainer.update(actor, np_rng))
+            t_end = time.perf_counter()
+            env_steps += flat
+            if eps:
+                last_return = float(np.mean([e.ret for e in eps]))
+                last_cost = float(np.mean([e.cost for e in eps]))
+            row = {
+                "epoch": epoch,
+                "env_steps": env_steps,
+                "wall_time": round(t_end - t_start, 3),
+                "episodes": len(eps),
+                "ep_return": last_return if eps else float("nan"),
+                "ep_cost": last_cost if eps else float("nan"),
+                "ep_length": float(np.mean([e.length for e in eps])) if eps else float("nan"),
+                **metrics,
+                "steps_per_s": flat / (t_end - t_epoch),
+                "time_env": result.timing.env,
+                "time_attack": result.timing.attack,
+                "time_policy": result.timing.policy,
+                "time_update": t_end - t_update,
+            }
+            metrics_csv.append(row)
+            for k, v in row.items():
+                if k != "epoch":
+                    tb.add_scalar(k, v, epoch)
+            tb.flush()
+            save_agent(out / "agent.pt", cfg, actor, v_r, v_c, critics, epoch)
+            if cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
+                save_agent(
+                    out / "checkpoints" / f"agent_epoch_{epoch:04d}.pt",
+                    cfg,
+                    actor,
+                    v_r,
+                    v_c,
+                    critics,
+                    epoch,
+                )
+            atomic_torch_save(
+                {
+                    "format": STATE_FORMAT,
+                    "epoch": epoch,
+                    "env_steps": env_steps,
+                    "elapsed": time.perf_counter() - t_start,
+                    "learner": learner.state_dict(),
+                    "critics": critics.state_dict(),
+                    "critic_trainer": critic_trainer.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "generator": generator.get_state(),
+                    "np_rng": np_rng.bit_generator.state,
+                },
+                state_path,
+            )
+            if bar is not None:
+                bar.update(flat)
+                bar.set_postfix(
+                    reward=f"{last_return:.1f}",
+                    cost=f"{last_cost:.2f}",
+                    lam=f"{metrics['lambda']:.3f}",
+                    sps=f"{row['steps_per_s']:.0f}",
+                )
+            if stop_after_epoch is not None and epoch >= stop_after_epoch:
+                break
+        if bar is not None:
+            bar.close()
+        tb.close()
+    finally:
+        vec.close()
+    return out
+
+
+def train_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    with (Path(run_dir) / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))

@@ -1,0 +1,37 @@
+"""Shared test helpers: a tiny custom environment that reports its cost in info["cost"]."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+
+class ToyCostEnv(gym.Env):
+    """1-D walk: reward +a, cost 1 when |x| > 1; 'cost' is absent from info when it is 0."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Box(-10.0, 10.0, (2,), np.float64)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.x = 0.0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = float(np.random.uniform(-0.5, 0.5))  # the global state, like Bullet-Safety-Gym
+        return np.array([self.x, 0.0]), {}
+
+    def step(self, action):
+        a = float(np.clip(action[0], -1, 1))
+        self.x += 0.1 * a
+        info = {"cost": 1.0} if abs(self.x) > 1 else {}
+        return np.array([self.x, a]), a, False, False, info
+
+
+TOY_ID = "RobustSafeToyCost-v0"
+if TOY_ID not in gym.registry:
+    gym.register(TOY_ID, entry_point=ToyCostEnv, max_episode_steps=20)
+
+
+@pytest.fixture
+def toy_env_id() -> str:
+    return TOY_ID

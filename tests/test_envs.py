@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+
+from robustsafe.envs import BULLET_IDS, VectorEnv, make
+
+
+def _starts(env_id, seed, index=0, n=3):
+    env = make(env_id, seed=seed, index=index)
+    try:
+        return np.stack([env.reset() for _ in range(n)])
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+def test_same_seed_same_starts_and_distinct_streams():
+    a = _starts("SafetyCarCircle-v0", seed=7)
+    b = _starts("SafetyCarCircle-v0", seed=7)
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == np.float32
+    assert not np.allclose(a[0], a[1])  # successive episodes differ
+    c = _starts("SafetyCarCircle-v0", seed=8)
+    d = _starts("SafetyCarCircle-v0", seed=7, index=1)
+    assert not np.allclose(a, c) and not np.allclose(a, d)
+
+
+@pytest.mark.slow
+def test_global_random_state_does_not_leak_into_starts():
+    env = make("SafetyCarCircle-v0", seed=3)
+    first = env.reset()
+    env.seed(3)
+    np.random.seed(12345)  # what Bullet-Safety-Gym would otherwise read
+    assert np.array_equal(env.reset(), first)
+    env.close()
+
+
+@pytest.mark.slow
+def test_subprocess_workers_match_in_process_and_differ_from_each_other():
+    actions = np.random.default_rng(0).uniform(-1, 1, (30, 4, 2)).astype(np.float32)
+    outs = []
+    for workers in (0, 2):
+        with VectorEnv("SafetyCarCircle-v0", 4, seed=5, workers=workers) as vec:
+            obs = [vec.reset()]
+            for a in actions:
+                obs.append(vec.step(a).obs)
+            outs.append(np.stack(obs))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    starts = outs[0][0]
+    assert len({tuple(np.round(s, 6)) for s in starts}) == 4  # every worker starts differently
+
+
+@pytest.mark.slow
+def test_episode_statistics_and_pairing_survive_different_episode_lengths(toy_env_id):
+    # Env 0's second episode must start the same whatever happened in the first.
+    with VectorEnv(toy_env_id, 2, seed=1) as vec:
+        starts = []
+        for scale in (1.0, -1.0):
+            vec.seed(1)
+            vec.reset()
+            eps = []
+            first_obs_after_end = None
+            while not eps:
+                step = vec.step(np.full((2, 1), scale, np.float32))
+                eps = step.episodes
+                first_obs_after_end = step.obs
+            starts.append(first_obs_after_end)
+            assert [e.length for e in eps] == [20, 20]
+            assert eps[0].ret == pytest.approx(20 * scale)
+        np.testing.assert_array_equal(starts[0][:, 0], starts[1][:, 0])
+
+
+def test_cost_is_float_and_zero_when_missing(toy_env_id):
+    env = make(toy_env_id, seed=0)
+    obs = env.reset()
+    assert obs.dtype == np.float32
+    costs = []
+    for _ in range(20):
+        obs, r, c, term, trunc, info = env.step(np.array([1.0], np.float32))
+        assert isinstance(c, float)
+        costs.append(c)
+    assert costs[0] == 0.0 and costs[-1] == 1.0  # x goes past 1 after about 10 steps
+
+
+def test_unknown_id_lists_valid_ids():
+    with pytest.raises(ValueError) as err:
+        make("SafetyCarJump-v0")
+    msg = str(err.value)
+    assert "SafetyCarJump-v0" in msg
+    for env_id in ("SafetyCarRun-v0", "SafetyAntCircle-v0"):
+        assert env_id in msg
+    assert len(BULLET_IDS) == 16
+
+
+def test_bad_vector_arguments(toy_env_id):
+    with pytest.raises(ValueError, match="num_envs"):
+        VectorEnv(toy_env_id, 0)
+    with VectorEnv(toy_env_id, 2) as vec:
+        vec.reset()
+        with pytest.raises(ValueError, match="shape"):
+            vec.step(np.zeros((3, 1)))
+
+
+@pytest.mark.slow
+def test_worker_errors_reach_the_parent():
+    with pytest.raises(RuntimeError, match="worker failed"):
+        VectorEnv("SafetyCarJump-v0", 2, workers=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["SafetyCarRun-v0", "SafetyDroneCircle-v0"])
+def test_episodes_do_not_depend_on_the_env_history(env_id):
+    # Bullet-Safety-Gym restores a snapshot taken at the first reset and keeps motor commands
+    # across resets; a used env must still replay a fresh env's episode exactly.
+    fresh = make(env_id, seed=5)
+    used = make(env_id, seed=9)
+    acts = np.random.default_rng(0).uniform(-1, 1, (60, fresh.act_dim)).astype(np.float32)
+    used.reset()
+    for a in acts[::-1]:
+        used.step(a)
+    trajectories = []
+    for env in (fresh, used):
+        env.seed(5)
+        obs = [env.reset()]
+        obs += [env.step(a)[0] for a in acts]
+        trajectories.append(np.stack(obs))
+        env.close()
+    np.testing.assert_array_equal(trajectories[0], trajectories[1])

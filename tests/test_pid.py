@@ -1,0 +1,48 @@
+import pytest
+
+from robustsafe.pid import PIDConfig, PIDLagrangian, PIDState, pid_step
+
+
+def test_pid_matches_hand_computation():
+    cfg = PIDConfig(kp=0.1, ki=0.003, kd=0.001, cost_limit=5.0)
+    pid = PIDLagrangian(cfg)
+    # epoch 1: J=15 -> e=10, I=10, D=max(0, 10-0)=10 -> 1 + 0.03 + 0.01 = 1.04
+    assert pid.update(15.0) == pytest.approx(1.04)
+    # epoch 2: J=9 -> e=4, I=14, D=max(0, 4-10)=0 -> 0.4 + 0.042 = 0.442
+    assert pid.update(9.0) == pytest.approx(0.442)
+    # epoch 3: J=0 -> e=-5, I=9, D=0, P uses max(0, e)=0 -> 0.027
+    assert pid.update(0.0) == pytest.approx(0.027)
+    # epoch 4: J=0 -> I=max(0, 9-5)=4 -> 0.012 ; epoch 5: I=0 -> 0
+    assert pid.update(0.0) == pytest.approx(0.012)
+    assert pid.update(0.0) == pytest.approx(0.0)
+    # epoch 6: J=7 -> e=2, I=2, D = 7 - 0 = 7 -> 0.2 + 0.006 + 0.007
+    assert pid.update(7.0) == pytest.approx(0.213)
+
+
+def test_pid_smoothing_and_delay():
+    cfg = PIDConfig(kp=1.0, ki=0.0, kd=1.0, cost_limit=0.0, p_ema=0.5, d_ema=0.5, d_delay=2)
+    s = pid_step(PIDState(), 4.0, cfg)
+    # first update: smoothed error 4, smoothed cost 4; not enough history for delay 2 -> D vs
+    # the limit 0 = 4: lambda = 4 + 4 = 8
+    assert s.multiplier == pytest.approx(8.0)
+    s = pid_step(s, 0.0, cfg)
+    # error ema 0.5*4 + 0.5*0 = 2 ; cost ema 0.5*4 + 0 = 2 ; history (4, 2), still < delay+1
+    # -> D = max(0, 2 - 0) = 2 ; lambda = 2 + 2 = 4
+    assert s.multiplier == pytest.approx(4.0)
+    s = pid_step(s, 8.0, cfg)
+    # error ema 0.5*2 + 4 = 5 ; cost ema 0.5*2 + 4 = 5 ; history (4, 2, 5): D = 5 - 4 = 1
+    assert s.multiplier == pytest.approx(6.0)
+
+
+def test_pid_cap_and_state_round_trip():
+    pid = PIDLagrangian(PIDConfig(lambda_max=0.5))
+    assert pid.update(100.0) == 0.5
+    other = PIDLagrangian(PIDConfig(lambda_max=0.5))
+    other.load_state_dict(pid.state_dict())
+    assert other.update(50.0) == pid.update(50.0)
+
+
+@pytest.mark.parametrize("bad", [dict(kp=-1.0), dict(p_ema=1.0), dict(d_delay=0)])
+def test_pid_rejects_bad_settings(bad):
+    with pytest.raises(ValueError):
+        PIDConfig(**bad)
