@@ -120,7 +120,9 @@ def load_agent(path: str | Path) -> Agent:
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # truncated, not a torch file, or not an agent
-        raise ValueError(f"cannot read agent file {path}: it is corrupt or not an agent ({err})")
+        raise ValueError(
+            f"cannot read agent file {path}: it is corrupt or not an agent ({err})"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != AGENT_FORMAT:
         raise ValueError(f"{path} is not a RobustSafe agent file")
     if data.get("version") != AGENT_VERSION:
