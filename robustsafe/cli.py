@@ -89,6 +89,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from robustsafe.envs import VectorEnv
     from robustsafe.evaluate import evaluate_agent, format_table, write_json_atomic
 
+    import torch
+
+    torch.set_num_threads(1)  # small-batch inference beside busy env workers
     try:
         agent = load_agent(args.run)
     except (FileNotFoundError, ValueError) as err:

@@ -74,7 +74,7 @@ class TrainConfig:
     workers: int = 2  # subprocesses stepping the envs; 0 steps them in the main process
     obs_normalization: bool = False  # off: the paper's attack budget is in raw units
     checkpoint_every: int = 1  # epochs between kept agent snapshots (0: only the latest)
-    torch_threads: int = 2
+    torch_threads: int = 1  # small-batch inference next to busy env workers: 1 is fastest
     ppo: PPOLagConfig = field(default_factory=PPOLagConfig)
     pid: PIDConfig = field(default_factory=PIDConfig)
     critics: CriticConfig = field(default_factory=CriticConfig)

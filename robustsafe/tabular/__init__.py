@@ -1,0 +1,122 @@
+"""Exact tabular toolkit: the theory of Liu et al. (ICLR 2023), computed and checked.
+
+Finite CMDPs, exact evaluation of pi and pi o nu (Theorem 4), the constrained optimum by linear
+programming, temptation (Definition 3, Lemmas 1-2), exact MC / MR / minimum-reward adversaries
+(Theorem 1) and the bounds of Theorems 2-3. numpy and scipy only (matplotlib for the demo).
+"""
+
+from .adversary import (
+    AdversaryMDP,
+    Attack,
+    adversary_bellman_operator,
+    adversary_mdp,
+    deterministic_adversaries,
+    mc_adversary,
+    min_reward_adversary,
+    mr_adversary,
+    optimal_adversary,
+    random_stochastic_adversary,
+)
+from .bounds import (
+    BoundReport,
+    bound_report,
+    episodic_bound,
+    one_step_bound,
+    unsafe_entry_probability,
+    unsafe_states,
+    worst_one_step_cost,
+)
+from .cmdp import CMDP, deterministic_policy, uniform_policy, validate_policy
+from .evaluation import (
+    Values,
+    attacked_bellman_operator,
+    contraction_ratio,
+    corrupted_policy,
+    discounted_state_occupancy,
+    evaluate_attacked,
+    evaluate_policy,
+    max_contraction_ratio,
+    one_step_attacked_cost,
+    sample_trajectory,
+    validate_adversary,
+)
+from .gridworld import GridWorld, shortcut_gridworld
+from .instances import random_cmdp, random_policy, smooth_policy
+from .optimum import (
+    Optimum,
+    PolicyClass,
+    classify_policy,
+    constrained_optimum,
+    is_feasible,
+    is_tempting,
+    is_tempting_problem,
+    minimum_cost,
+    unconstrained_lp_value,
+    unconstrained_optimum,
+)
+from .perturbation import (
+    lipschitz_constant,
+    lipschitz_constants,
+    metric_from_coordinates,
+    pairwise_total_variation,
+    perturbation_sets,
+    total_variation,
+    validate_metric,
+)
+
+__all__ = [
+    "CMDP",
+    "AdversaryMDP",
+    "Attack",
+    "BoundReport",
+    "GridWorld",
+    "Optimum",
+    "PolicyClass",
+    "Values",
+    "adversary_bellman_operator",
+    "adversary_mdp",
+    "attacked_bellman_operator",
+    "bound_report",
+    "classify_policy",
+    "constrained_optimum",
+    "contraction_ratio",
+    "corrupted_policy",
+    "deterministic_adversaries",
+    "deterministic_policy",
+    "discounted_state_occupancy",
+    "episodic_bound",
+    "evaluate_attacked",
+    "evaluate_policy",
+    "is_feasible",
+    "is_tempting",
+    "is_tempting_problem",
+    "lipschitz_constant",
+    "lipschitz_constants",
+    "max_contraction_ratio",
+    "mc_adversary",
+    "metric_from_coordinates",
+    "min_reward_adversary",
+    "minimum_cost",
+    "mr_adversary",
+    "one_step_attacked_cost",
+    "one_step_bound",
+    "optimal_adversary",
+    "pairwise_total_variation",
+    "perturbation_sets",
+    "random_cmdp",
+    "random_policy",
+    "random_stochastic_adversary",
+    "sample_trajectory",
+    "shortcut_gridworld",
+    "smooth_policy",
+    "total_variation",
+    "unconstrained_lp_value",
+    "unconstrained_optimum",
+    "uniform_policy",
+    "unsafe_entry_probability",
+    "unsafe_states",
+    "validate_adversary",
+    "validate_metric",
+    "validate_policy",
+    "worst_one_step_cost",
+]

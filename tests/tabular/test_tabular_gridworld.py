@@ -1,0 +1,144 @@
+"""The worked example: Proposition 1 on the shortcut grid world, and the demo entry points."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robustsafe.tabular import (
+    classify_policy,
+    constrained_optimum,
+    evaluate_policy,
+    is_tempting_problem,
+    mr_adversary,
+    perturbation_sets,
+    sample_trajectory,
+    shortcut_gridworld,
+    unconstrained_optimum,
+)
+from robustsafe.tabular.demo import FIGURE_NAME, compute_demo, format_report, main, run_demo
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def world_and_optimum():
+    world = shortcut_gridworld()
+    return world, constrained_optimum(world.cmdp)
+
+
+def test_the_grid_world_is_a_tempting_problem(world_and_optimum):
+    world, opt = world_and_optimum
+    assert is_tempting_problem(world.cmdp)
+    assert opt.values.cost_return == pytest.approx(world.cmdp.kappa, abs=1e-7)  # Lemma 2
+    # the tempting policy is the unconstrained optimum: straight along the middle row through
+    # the hazard, more rewarding than pi* and infeasible
+    unc = unconstrained_optimum(world.cmdp)
+    middle = [world.state((world.start[0], c)) for c in range(world.cols - 1)]
+    np.testing.assert_array_equal(unc.policy[middle].argmax(axis=1), 3)  # 3 = right
+    assert unc.values.reward_return > opt.values.reward_return
+    assert unc.values.cost_return > world.cmdp.kappa
+
+
+@pytest.mark.parametrize("eps", [1.0, 1.5, 2.0])
+def test_proposition1_mr_attack_is_stealthy_and_effective(world_and_optimum, eps):
+    world, opt = world_and_optimum
+    sets = perturbation_sets(world.metric(), eps)
+    mr = mr_adversary(world.cmdp, opt.policy, sets)
+    # stealthy: J_S > 0 (more reward than pi*) ...
+    assert mr.values.reward_return > opt.values.reward_return + 1e-3
+    # ... hence tempting, hence (Lemma 1) infeasible: effective, J_E > 0 and V_c > kappa
+    assert mr.values.cost_return > opt.values.cost_return + 1e-3
+    cls = classify_policy(world.cmdp, opt.policy[mr.adversary], opt.values.reward_return)
+    assert cls.tempting and not cls.feasible
+
+
+def test_proposition1_needs_a_large_enough_perturbation_set(world_and_optimum):
+    world, opt = world_and_optimum
+    # eps < 1: B(s) = {s} on the unit grid, the adversary can do nothing
+    mr = mr_adversary(world.cmdp, opt.policy, perturbation_sets(world.metric(), 0.5))
+    np.testing.assert_array_equal(mr.adversary, np.arange(world.cmdp.n_states))
+    assert mr.values.reward_return == pytest.approx(opt.values.reward_return, abs=1e-9)
+
+
+def test_sampled_returns_agree_with_exact_values(world_and_optimum):
+    world, opt = world_and_optimum
+    cmdp = world.cmdp
+    nu = mr_adversary(cmdp, opt.policy, perturbation_sets(world.metric(), 1.0)).adversary
+    rng = np.random.default_rng(0)
+    horizon, n = 60, 800
+    discounts = cmdp.gamma ** np.arange(horizon)
+    returns = np.zeros((n, 2))
+    for i in range(n):
+        states, observed = sample_trajectory(cmdp, opt.policy, nu, rng, horizon)
+        np.testing.assert_array_equal(observed, nu[states[:-1]])
+        s, s_next = states[:-1], states[1:]
+        # reward and cost here depend on the next state only
+        returns[i] = [
+            discounts @ cmdp.reward[s, 0, s_next],
+            discounts @ cmdp.cost[s, 0, s_next],
+        ]
+    exact = evaluate_policy(cmdp, opt.policy[nu])
+    stderr = returns.std(axis=0) / np.sqrt(n)
+    truncation = cmdp.gamma**horizon * cmdp.c_m / (1 - cmdp.gamma)  # rewards are in [0, 1] too
+    assert abs(returns[:, 0].mean() - exact.reward_return) < 4 * stderr[0] + truncation
+    assert abs(returns[:, 1].mean() - exact.cost_return) < 4 * stderr[1] + truncation
+
+
+def test_run_demo_returns_the_report_and_saves_the_figure(tmp_path):
+    text = run_demo(tmp_path / "out", radii=[1.0, 2.0])
+    figure = tmp_path / "out" / FIGURE_NAME
+    assert figure.exists() and figure.stat().st_size > 10_000
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Tempting problem (Definition 3): yes" in text
+    assert "Proposition 1, eps 1: MR stealthy (J_S > 0): yes; effective (V_c > kappa): yes" in text
+    for label in ("MC", "MR", "min-reward", "Thm3 bound"):
+        assert label in text
+    assert str(figure) in text
+
+
+def test_report_numbers_are_the_computed_ones():
+    result = compute_demo([1.0])
+    text = format_report(result)
+    mc = result.attacks[1.0]["max_cost"].values
+    assert f"{mc.reward_return:8.4f} {mc.cost_return:8.4f}" in text
+    assert f"{result.bounds[1.0].episodic_bound_paper:11.2f}" in text
+
+
+def test_main_prints_the_report(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--radii", "1"]) == 0
+    assert "Exact optimal deterministic attacks" in capsys.readouterr().out
+    assert (tmp_path / FIGURE_NAME).exists()
+
+
+def test_python_dash_m_runs_the_demo_into_runs_tabular(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "robustsafe.tabular"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Proposition 1" in proc.stdout
+    assert (tmp_path / "runs" / "tabular" / FIGURE_NAME).exists()
+
+
+def test_docs_python_example_runs(capsys):
+    text = (REPO / "docs" / "tabular.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S)
+    assert code is not None
+    exec(compile(code.group(1), "docs/tabular.md", "exec"), {})
+    out = capsys.readouterr().out.split()
+    assert out[:2] == ["[0", "0]"]
+    assert float(out[2]) == pytest.approx(4 / 3)
+    assert float(out[3]) == pytest.approx(185 / 9)
