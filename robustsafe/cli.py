@@ -72,7 +72,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.resume:
         from robustsafe.envs import make
 
-        make(cfg.env_id).close()  # fail fast, with the list of valid ids, on a bad --env
+        try:  # fail fast, with the list of valid ids, on a bad --env
+            make(cfg.env_id).close()
+        except ValueError as err:
+            raise CLIError(str(err)) from None
     try:
         train(cfg, out, resume=args.resume, progress=not args.no_progress)
     except (FileExistsError, FileNotFoundError) as err:

@@ -110,8 +110,8 @@ class CriticTrainer:
             (loss_r + loss_c).backward()
             self.optim.step()
             _polyak(self.target, self.critics, cfg.polyak)
-            loss_r_sum += float(loss_r)
-            loss_c_sum += float(loss_c)
+            loss_r_sum += float(loss_r.detach())
+            loss_c_sum += float(loss_c.detach())
         n = cfg.updates_per_epoch
         return {"loss_q_reward": loss_r_sum / n, "loss_q_cost": loss_c_sum / n}
 

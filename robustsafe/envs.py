@@ -53,6 +53,11 @@ def _register_bullet() -> None:
         import bullet_safety_gym  # noqa: F401  (registers the Safety* ids with gymnasium)
 
 
+def episode_seed(seed: int, episode: int) -> int:
+    """The reset seed of episode number ``episode`` of an evaluation seeded with ``seed``."""
+    return int(np.random.SeedSequence([seed, 0xE7A1], spawn_key=(episode,)).generate_state(1)[0])
+
+
 def env_seed_sequence(seed: int, index: int) -> np.random.SeedSequence:
     """The seed sequence of environment ``index`` in a run seeded with ``seed``."""
     if seed < 0:
@@ -105,8 +110,11 @@ class SafeEnv:
         obs, _ = self.env.reset(seed=s)
         return np.asarray(obs, dtype=np.float32)
 
-    def reset(self) -> np.ndarray:
-        return self._reset_with(int(self._rng.integers(0, 2**32 - 1)))
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Start an episode: from ``seed`` if given, else from this env's own stream."""
+        if seed is None:
+            seed = int(self._rng.integers(0, 2**32 - 1))
+        return self._reset_with(int(seed))
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, float, bool, bool, dict]:
         action = np.clip(action, self.act_low, self.act_high)
@@ -195,10 +203,12 @@ class _EnvGroup:
         for env, i in zip(self.envs, self.indices, strict=True):
             env.seed(seed, i)
 
-    def reset(self) -> np.ndarray:
-        return np.stack([e.reset() for e in self.envs])
+    def reset(self, seeds: Sequence[int] | None = None) -> np.ndarray:
+        if seeds is None:
+            return np.stack([e.reset() for e in self.envs])
+        return np.stack([e.reset(int(s)) for e, s in zip(self.envs, seeds, strict=True)])
 
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
+    def step(self, actions: np.ndarray, reset_seeds: np.ndarray | None = None) -> tuple:
         n = len(self.envs)
         obs = np.empty((n, self.envs[0].obs_dim), np.float32)
         next_obs = np.empty_like(obs)
@@ -209,7 +219,10 @@ class _EnvGroup:
         for k, env in enumerate(self.envs):
             o, r, c, te, tr, _ = env.step(actions[k])
             next_obs[k] = o
-            obs[k] = env.reset() if (te or tr) else o
+            if te or tr:
+                obs[k] = env.reset(None if reset_seeds is None else int(reset_seeds[k]))
+            else:
+                obs[k] = o
             reward[k], cost[k], term[k], trunc[k] = r, c, te, tr
         return obs, next_obs, reward, cost, term, trunc
 
@@ -293,25 +306,32 @@ class VectorEnv:
         else:
             self._call("seed", seed)
 
-    def reset(self) -> np.ndarray:
+    def reset(self, seeds: Sequence[int] | None = None) -> np.ndarray:
+        """Start new episodes in every env, from explicit per-env ``seeds`` if given."""
         self._ret[:] = 0.0
         self._cost[:] = 0.0
         self._len[:] = 0
+        if seeds is not None and len(seeds) != self.num_envs:
+            raise ValueError(f"reset needs {self.num_envs} seeds, got {len(seeds)}")
         if self._local is not None:
-            return self._local.reset()
-        return np.concatenate(self._call("reset"))
+            return self._local.reset(seeds)
+        for p, s in zip(self._pipes, self._slices, strict=True):
+            p.send(("reset", None if seeds is None else list(seeds[s])))
+        return np.concatenate([self._recv(p) for p in self._pipes])
 
-    def step(self, actions: np.ndarray) -> VecStep:
+    def step(self, actions: np.ndarray, reset_seeds: np.ndarray | None = None) -> VecStep:
+        """Step every env; an env whose episode ends restarts from ``reset_seeds[i]`` if
+        given, else from its own stream."""
         actions = np.asarray(actions, dtype=np.float32)
         if actions.shape != (self.num_envs, self.act_dim):
             raise ValueError(
                 f"actions must have shape {(self.num_envs, self.act_dim)}, got {actions.shape}"
             )
         if self._local is not None:
-            parts = self._local.step(actions)
+            parts = self._local.step(actions, reset_seeds)
         else:
             for p, s in zip(self._pipes, self._slices, strict=True):
-                p.send(("step", actions[s]))
+                p.send(("step", (actions[s], None if reset_seeds is None else reset_seeds[s])))
             replies = [self._recv(p) for p in self._pipes]
             parts = tuple(np.concatenate(x) for x in zip(*replies, strict=True))
         obs, next_obs, reward, cost, term, trunc = parts
@@ -365,9 +385,9 @@ def _worker(pipe: Any, env_id: str, seed: int, indices: list[int], kwargs: dict)
             break
         try:
             if cmd == "step":
-                pipe.send(("ok", group.step(arg)))
+                pipe.send(("ok", group.step(*arg)))
             elif cmd == "reset":
-                pipe.send(("ok", group.reset()))
+                pipe.send(("ok", group.reset(arg)))
             elif cmd == "seed":
                 group.seed(arg)
                 pipe.send(("ok", None))

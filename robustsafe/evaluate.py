@@ -1,8 +1,8 @@
 """Evaluation: deterministic (mean) actions, paired episodes, optionally under attack.
 
-Paired episodes: before each (attacker, epsilon) the vector env is reseeded, so episode i of
-every attacker starts from the same initial state (episode i runs in environment i mod N as
-that environment's (i div N)-th episode; see ``robustsafe.envs``).
+Paired episodes: episode i always starts from the reset seed ``episode_seed(seed, i)``, so
+episode i of every attacker starts from the same initial state, whatever the number of
+environments or workers (environment k plays episodes k, k + N, k + 2N, ...).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from robustsafe.agent import Agent
-from robustsafe.envs import VectorEnv
+from robustsafe.envs import VectorEnv, episode_seed
 
 # (agent, observations, generator) -> the observations the agent sees
 ObservationAttack = Callable[[Agent, torch.Tensor, torch.Generator], torch.Tensor]
@@ -79,23 +79,23 @@ def run_episodes(
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     check_compatible(agent, vec)
     n = vec.num_envs
-    quota = [len(range(i, episodes, n)) for i in range(n)]  # episodes each env must finish
-    done_count = [0] * n
+    current = np.arange(n)  # the episode number each env is playing
     records: dict[int, EpisodeRecord] = {}
-    vec.seed(seed)
-    obs = vec.reset()
+    obs = vec.reset([episode_seed(seed, int(i)) for i in current])
+    upcoming = np.array([episode_seed(seed, int(j)) for j in current + n], dtype=np.uint64)
     while len(records) < episodes:
         obs_t = torch.from_numpy(obs)
         if attack is not None:
             with torch.enable_grad():
                 obs_t = attack(agent, obs_t, generator)
         act = agent.actor.mean_action(obs_t)
-        step = vec.step(act.numpy())
+        step = vec.step(act.numpy(), reset_seeds=upcoming)
         for ep in step.episodes:
-            i = ep.env_index
-            if done_count[i] < quota[i]:
-                records[i + done_count[i] * n] = EpisodeRecord(ep.ret, ep.cost, ep.length)
-            done_count[i] += 1
+            k = ep.env_index
+            if current[k] < episodes:
+                records[int(current[k])] = EpisodeRecord(ep.ret, ep.cost, ep.length)
+            current[k] += n
+            upcoming[k] = episode_seed(seed, int(current[k] + n))
         if on_step is not None:
             on_step(n)
         obs = step.obs

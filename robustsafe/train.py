@@ -124,6 +124,7 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "config.yaml", yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
+    t_call = time.perf_counter()  # wall-clock counts environment start-up too
     torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed)  # network initialisation
     generator = torch.Generator().manual_seed(cfg.seed + 1)  # actions and minibatches
@@ -166,7 +167,7 @@ def train(
                 dynamic_ncols=True,
                 desc=cfg.env_id,
             )
-        t_start = time.perf_counter() - elapsed
+        t_start = t_call - elapsed
         last_return = last_cost = float("nan")
         for epoch in range(start_epoch + 1, cfg.epochs + 1):
             t_epoch = time.perf_counter()

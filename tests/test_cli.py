@@ -1,0 +1,87 @@
+import json
+
+import pytest
+import torch
+
+from robustsafe.agent import load_agent, save_agent
+from robustsafe.cli import main
+from robustsafe.config import PPOLagConfig, TrainConfig
+from robustsafe.train import train
+
+
+@pytest.fixture
+def toy_run(tmp_path, toy_env_id):
+    cfg = TrainConfig(
+        env_id=toy_env_id,
+        epochs=1,
+        steps_per_epoch=40,
+        num_envs=2,
+        workers=0,
+        ppo=PPOLagConfig(hidden=(8, 8), actor_passes=1, critic_passes=1),
+    )
+    return train(cfg, tmp_path / "run", progress=False)
+
+
+def test_evaluate_writes_json_and_prints_a_table(toy_run, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "--run", str(toy_run), "--episodes", "5", "--workers", "0"]
+    assert main([*args, "--out", str(out), "--num-envs", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "reward" in printed and "none" in printed
+    data = json.loads(out.read_text())
+    res = data["results"][0]
+    assert res["attack"] == "none" and len(res["episodes"]) == 5
+    assert all(e["length"] == 20 for e in res["episodes"])
+    rewards = [e["reward"] for e in res["episodes"]]
+    assert res["reward_mean"] == pytest.approx(sum(rewards) / 5)
+    # deterministic: a second evaluation with the same seed gives the same episodes
+    assert main([*args, "--out", str(tmp_path / "again.json")]) == 0
+    again = json.loads((tmp_path / "again.json").read_text())["results"][0]["episodes"]
+    assert again == res["episodes"]
+
+
+def test_evaluate_errors(toy_run, tmp_path, capsys):
+    assert main(["evaluate", "--run", str(tmp_path / "missing")]) == 2
+    assert "no agent" in capsys.readouterr().err
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    assert main(["evaluate", "--run", str(bad)]) == 2
+    assert "corrupt" in capsys.readouterr().err
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes((toy_run / "agent.pt").read_bytes()[:500])
+    assert main(["evaluate", "--run", str(truncated)]) == 2
+    assert "corrupt" in capsys.readouterr().err
+    args = ["evaluate", "--run", str(toy_run), "--workers", "0", "--episodes", "2"]
+    assert main([*args, "--env", "SafetyCarRun-v0"]) == 2
+    assert "observation size" in capsys.readouterr().err
+    assert main([*args, "--env", "NoSuchEnv-v0"]) == 2
+    assert "SafetyCarRun-v0" in capsys.readouterr().err
+    assert main([*args, "--episodes", "0"]) == 2
+
+
+def test_train_errors(tmp_path, capsys, toy_run):
+    assert main(["train", "--env", "SafetyCarJump-v0", "--out", str(tmp_path / "x")]) == 2
+    assert "SafetyCarRun-v0" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "y"), "--set", "ppo.nope=1"]) == 2
+    assert "unknown setting" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "y"), "--set", "ppo.actor_lr=-1"]) == 2
+    assert "actor_lr" in capsys.readouterr().err
+    assert main(["train", "--env", "RobustSafeToyCost-v0", "--out", str(toy_run)]) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert main(["train", "--resume", "--out", str(tmp_path / "nothing")]) == 2
+    assert "state.pt" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "--preset", "nope"])
+
+
+def test_agent_round_trip_keeps_every_network(toy_run, tmp_path):
+    agent = load_agent(toy_run)
+    copy_path = tmp_path / "copy.pt"
+    save_agent(copy_path, agent.config, agent.actor, agent.v_reward, agent.v_cost, agent.critics, 7)
+    again = load_agent(copy_path)
+    assert again.epoch == 7 and again.config == agent.config
+    obs = torch.randn(4, agent.obs_dim)
+    act = agent.actor.mean_action(obs)
+    assert torch.equal(again.actor.mean_action(obs), act)
+    assert torch.equal(again.critics.q_cost(obs, act), agent.critics.q_cost(obs, act))
+    assert torch.equal(again.v_reward(obs), agent.v_reward(obs))
