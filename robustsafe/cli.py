@@ -88,11 +88,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    import torch
+
     from robustsafe.agent import load_agent
     from robustsafe.envs import VectorEnv
     from robustsafe.evaluate import evaluate_agent, format_table, write_json_atomic
-
-    import torch
 
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
     try:
