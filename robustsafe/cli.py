@@ -92,7 +92,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from robustsafe.agent import load_agent
     from robustsafe.envs import VectorEnv
-    from robustsafe.evaluate import evaluate_agent, format_table, write_json_atomic
+    from robustsafe.evaluate import (
+        evaluate_agent,
+        format_table,
+        parse_epsilons,
+        write_json_atomic,
+        write_sweep,
+    )
 
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
     try:
@@ -102,17 +108,47 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     env_id = args.env or agent.config.env_id
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    try:
+        epsilons = parse_epsilons(args.eps)
+        from robustsafe.attacks import make_attacker
+
+        for name in attacks:  # check every name before any episode runs
+            if name != "amad":
+                make_attacker(name)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
     num_envs = min(args.num_envs, args.episodes)
     try:
         vec = VectorEnv(env_id, num_envs, seed=args.seed, workers=args.workers)
     except ValueError as err:
         raise CLIError(str(err)) from None
+    n_runs = 1 + sum(len([e for e in epsilons if e > 0]) for a in attacks if a != "none")
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        per_run = args.episodes * (vec.max_episode_steps or 1000)
+        bar = tqdm(total=n_runs * per_run, unit="step", desc="evaluate", dynamic_ncols=True)
     try:
-        results = evaluate_agent(agent, vec, episodes=args.episodes, seed=args.seed)
+        results = evaluate_agent(
+            agent,
+            vec,
+            episodes=args.episodes,
+            seed=args.seed,
+            attacks=attacks,
+            epsilons=epsilons,
+            attack_seed=args.attack_seed,
+            attack_space=args.attack_space,
+            xi=args.xi,
+            on_step=None if bar is None else bar.update,
+        )
     except ValueError as err:
         raise CLIError(str(err)) from None
     finally:
         vec.close()
+        if bar is not None:
+            bar.close()
     run = Path(args.run)
     out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / "eval.json"
     payload = {
@@ -121,13 +157,70 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "agent_epoch": agent.epoch,
         "episodes": args.episodes,
         "seed": args.seed,
+        "attack_seed": args.attack_seed,
         "actions": "deterministic (mean)",
+        "epsilon_space": args.attack_space,
+        "xi": args.xi,
         "results": [r.to_dict() for r in results],
     }
     write_json_atomic(out, payload)
-    print(f"{env_id}: {args.episodes} episodes, seed {args.seed}, agent epoch {agent.epoch}")
+    print(
+        f"{env_id}: {args.episodes} paired episodes, seed {args.seed}, agent epoch "
+        f"{agent.epoch}, epsilon in {args.attack_space} observation units"
+    )
     print(format_table(results))
     print(f"written to {out}")
+    if len(epsilons) > 1 and any(a != "none" for a in attacks):
+        files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}")
+        print("sweep written to " + ", ".join(str(f) for f in files))
+    return 0
+
+
+# ----------------------------------------------------------------------------- fit-critics
+
+
+def cmd_fit_critics(args: argparse.Namespace) -> int:
+    import torch
+
+    from robustsafe.agent import load_agent, save_agent
+    from robustsafe.envs import VectorEnv
+    from robustsafe.fit_critics import fit_critics
+
+    torch.set_num_threads(1)
+    try:
+        agent = load_agent(args.run)
+    except (FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    if args.steps < 1:
+        raise CLIError(f"--steps must be >= 1, got {args.steps}")
+    run = Path(args.run)
+    src = run / "agent.pt" if run.is_dir() else run
+    out = Path(args.out) if args.out else src
+    env_id = args.env or agent.config.env_id
+    try:
+        vec = VectorEnv(env_id, args.num_envs, seed=args.seed, workers=args.workers)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    try:
+        history = fit_critics(
+            agent,
+            vec,
+            steps=args.steps,
+            seed=args.seed,
+            on_epoch=lambda m: print(
+                f"steps {m['env_steps']:>8.0f}  TD loss Q_r {m['loss_q_reward']:.4f}  "
+                f"Q_c {m['loss_q_cost']:.4f}",
+                flush=True,
+            ),
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    finally:
+        vec.close()
+    save_agent(
+        out, agent.config, agent.actor, agent.v_reward, agent.v_cost, agent.critics, agent.epoch
+    )
+    print(f"fitted Q_r and Q_c on {history[-1]['env_steps']:.0f} steps; agent written to {out}")
     return 0
 
 
@@ -177,9 +270,36 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     e.add_argument("--env", help="environment id (default: the agent's)")
     e.add_argument("--out", help="JSON file (default RUN/eval.json)")
+    e.add_argument(
+        "--attacks",
+        default="none",
+        help="comma-separated attackers: none,random,mad,amad,mc,mr,minr,mix:W",
+    )
+    e.add_argument(
+        "--eps", default="0.05", help="epsilon: 0.05, a list 0.02,0.05 or a sweep 0:0.1:11"
+    )
+    e.add_argument(
+        "--attack-space",
+        default="raw",
+        choices=("raw", "normalized"),
+        help="units of epsilon: raw observations (paper) or normaliser std",
+    )
+    e.add_argument("--xi", type=float, default=0.1, help="AMAD: fraction of states attacked")
+    e.add_argument("--attack-seed", type=int, default=0, help="seed of the attackers' noise")
     e.add_argument("--num-envs", type=int, default=10)
     e.add_argument("--workers", type=int, default=2)
+    e.add_argument("--no-progress", action="store_true")
     e.set_defaults(func=cmd_evaluate)
+
+    f = sub.add_parser("fit-critics", help="fit the attackers' Q critics for an agent")
+    f.add_argument("--run", required=True, help="run directory or agent .pt file")
+    f.add_argument("--steps", type=int, default=200_000, help="on-policy env steps to collect")
+    f.add_argument("--out", help="agent file to write (default: overwrite the input agent)")
+    f.add_argument("--env", help="environment id (default: the agent's)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--num-envs", type=int, default=20)
+    f.add_argument("--workers", type=int, default=2)
+    f.set_defaults(func=cmd_fit_critics)
 
     tab = sub.add_parser("tabular", help="the exact finite-CMDP toolkit")
     tab_sub = tab.add_subparsers(dest="tabular_command", required=True)

@@ -48,6 +48,7 @@ class PPOLagConfig:
     critic_max_grad_norm: float | None = None
     normalize_reward_advantage: bool = True
     center_cost_advantage: bool = False
+    normalize_cost_advantage: bool = False  # divide the (centred) cost advantage by its std
 
     def __post_init__(self) -> None:
         _positive(self, "actor_lr", "critic_lr", "clip_ratio", "target_kl", "kl_stop_factor")

@@ -73,8 +73,12 @@ def run_episodes(
     attack: ObservationAttack | None = None,
     generator: torch.Generator | None = None,
     on_step: Callable[[int], None] | None = None,
+    observations: list[np.ndarray] | None = None,
 ) -> list[EpisodeRecord]:
-    """Play ``episodes`` paired episodes with mean actions; returns them in episode order."""
+    """Play ``episodes`` paired episodes with mean actions; returns them in episode order.
+
+    ``observations``, if given, receives the true observations met (for AMAD's threshold).
+    """
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     check_compatible(agent, vec)
@@ -84,6 +88,8 @@ def run_episodes(
     obs = vec.reset([episode_seed(seed, int(i)) for i in current])
     upcoming = np.array([episode_seed(seed, int(j)) for j in current + n], dtype=np.uint64)
     while len(records) < episodes:
+        if observations is not None:
+            observations.append(obs[current < episodes])
         obs_t = torch.from_numpy(obs)
         if attack is not None:
             with torch.enable_grad():
@@ -107,17 +113,133 @@ def evaluate_agent(
     vec: VectorEnv,
     episodes: int = 50,
     seed: int = 0,
-    attacks: Sequence[tuple[str, float, ObservationAttack | None]] = (("none", 0.0, None),),
+    attacks: Sequence[str] = ("none",),
+    epsilons: Sequence[float] = (0.05,),
     attack_seed: int = 0,
+    attack_space: str = "raw",
+    xi: float = 0.1,
     on_step: Callable[[int], None] | None = None,
 ) -> list[EvalResult]:
-    """Paired evaluation of ``agent`` under each (name, epsilon, attack) in ``attacks``."""
-    results = []
-    for name, eps, attack in attacks:
-        generator = torch.Generator().manual_seed(attack_seed)
-        recs = run_episodes(agent, vec, episodes, seed, attack, generator, on_step)
-        results.append(EvalResult(name, eps, recs))
+    """Paired evaluation of ``agent``: natural episodes, then every attacker at every epsilon.
+
+    The natural (``none``) result always comes first: AMAD's threshold is the (1 - xi) quantile
+    of Q_c(s, mu(s)) over the observations of these natural episodes. ``attack_space`` is
+    ``raw`` (epsilon in observation units, the paper) or ``normalized`` (epsilon in units of the
+    agent's observation normaliser's std; the agent must have one).
+    """
+    from robustsafe.attacks import amad_threshold, make_attacker
+
+    names = list(dict.fromkeys(attacks))
+    attackers = {n: make_attacker(n) for n in names if n not in ("none", "amad")}  # name check
+    if attack_space not in ("raw", "normalized"):
+        raise ValueError(f"attack_space must be 'raw' or 'normalized', got {attack_space!r}")
+    scale = None
+    if attack_space == "normalized":
+        if agent.obs_normalizer is None:
+            raise ValueError(
+                "attack_space 'normalized' needs an agent trained with an observation "
+                "normaliser (--obs-norm); this one has none: use 'raw'"
+            )
+        scale = agent.obs_normalizer.std.detach().clone()
+    for eps in epsilons:
+        if not eps >= 0.0:
+            raise ValueError(f"epsilon must be >= 0, got {eps}")
+    natural_obs: list[np.ndarray] = []
+    natural = EvalResult(
+        "none",
+        0.0,
+        run_episodes(agent, vec, episodes, seed, None, None, on_step, natural_obs),
+    )
+    results = [natural]
+    if "amad" in names:
+        obs_all = torch.from_numpy(np.concatenate(natural_obs))
+        threshold = amad_threshold(agent.actor, agent.critics, obs_all, xi)
+        attackers["amad"] = make_attacker("amad", threshold=threshold)
+    for name in names:
+        if name == "none":
+            continue
+        attacker = attackers[name]
+        for eps in epsilons:
+            if eps == 0.0:  # every attacker is the identity at epsilon 0: reuse natural
+                results.append(EvalResult(name, 0.0, list(natural.episodes)))
+                continue
+
+            def attack(
+                ag: Agent, obs: torch.Tensor, gen: torch.Generator, _a=attacker, _e=eps
+            ) -> torch.Tensor:
+                return _a(ag.actor, ag.critics, obs, _e, gen, scale)
+
+            generator = torch.Generator().manual_seed(attack_seed)
+            recs = run_episodes(agent, vec, episodes, seed, attack, generator, on_step)
+            results.append(EvalResult(name, float(eps), recs))
     return results
+
+
+def parse_epsilons(text: str) -> list[float]:
+    """``0.05``, ``0.02,0.05`` or a sweep ``start:stop:count`` (``0:0.1:11``)."""
+    try:
+        if ":" in text:
+            start, stop, count = text.split(":")
+            n = int(count)
+            if n < 2:
+                raise ValueError
+            return [float(x) for x in np.linspace(float(start), float(stop), n)]
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(
+            f"cannot read epsilon {text!r}: give a number (0.05), a list (0.02,0.05) or a "
+            "sweep start:stop:count with count >= 2 (0:0.1:11)"
+        ) from None
+    if not values or any(not v >= 0 for v in values):
+        raise ValueError(f"epsilons must be >= 0, got {text!r}")
+    return values
+
+
+def write_sweep(results: Sequence[EvalResult], out_prefix: Path, title: str) -> list[Path]:
+    """The paper's Figure 2: reward and cost against epsilon per attacker, as CSV and PNG."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    natural = results[0]
+    rows = []
+    for r in results:
+        if r.attack == "none":
+            continue
+        rows.append({"attack": r.attack, "epsilon": r.epsilon, **r.summary()})
+    csv_path = out_prefix.with_suffix(".csv")
+    with csv_path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["attack"])
+        w.writeheader()
+        w.writerows(rows)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    nat = natural.summary()
+    for ax, key in zip(axes, ("reward", "cost"), strict=True):
+        for name in dict.fromkeys(r["attack"] for r in rows):
+            pts = sorted(
+                (r["epsilon"], r[f"{key}_mean"], r[f"{key}_std"])
+                for r in rows
+                if r["attack"] == name
+            )
+            x, y, s = (np.array(v) for v in zip(*pts, strict=True))
+            ax.plot(x, y, marker="o", label=name)
+            ax.fill_between(x, y - s, y + s, alpha=0.1)
+        ax.axhline(nat[f"{key}_mean"], color="k", ls="--", lw=1, label="natural")
+        if key == "cost":
+            ax.axhline(5.0, color="r", ls=":", lw=1, label="cost limit")
+        ax.set_xlabel("epsilon")
+        ax.set_ylabel(f"episode {key}")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    png_path = out_prefix.with_suffix(".png")
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)
+    return [csv_path, png_path]
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:

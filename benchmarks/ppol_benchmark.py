@@ -1,0 +1,232 @@
+"""Issue 2 benchmark: PPO-Lagrangian quality, time-to-target and throughput on one task.
+
+For each seed: train with the chosen preset (keeping an agent snapshot every epoch), evaluate the
+final agent on 50 episodes, and evaluate the snapshots in order until the first one that meets
+the target (reward >= target, cost <= limit, 50 episodes each). Before training, measure the raw
+random-action throughput of the same vector env layout (both cores) in the same process.
+
+    python benchmarks/ppol_benchmark.py --env SafetyCarRun-v0 --target-reward 500 --seeds 0 1 2
+
+Writes ``benchmarks/results/ppol_<env>.json`` and ``.md``; runs go to ``runs/bench/<env>/``
+(finished runs are reused, interrupted ones resumed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from robustsafe.agent import load_agent
+from robustsafe.config import preset
+from robustsafe.envs import VectorEnv
+from robustsafe.evaluate import evaluate_agent
+from robustsafe.train import run_status, train, train_metrics
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
+
+
+def raw_throughput(env_id: str, num_envs: int, workers: int, seconds: float) -> float:
+    """Env steps per second with uniform random actions, the same vector layout."""
+    rng = np.random.default_rng(0)
+    with VectorEnv(env_id, num_envs, seed=0, workers=workers) as vec:
+        vec.reset()
+        lo, hi = vec.act_low, vec.act_high
+        for _ in range(20):  # warm-up
+            vec.step(rng.uniform(lo, hi, (num_envs, vec.act_dim)))
+        steps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            vec.step(rng.uniform(lo, hi, (num_envs, vec.act_dim)))
+            steps += num_envs
+        return steps / (time.perf_counter() - t0)
+
+
+def meets(summary: dict, target_reward: float, cost_limit: float) -> bool:
+    return summary["reward_mean"] >= target_reward and summary["cost_mean"] <= cost_limit
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--env", default="SafetyCarRun-v0")
+    p.add_argument("--preset", default="fast")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--target-reward", type=float, required=True)
+    p.add_argument("--cost-limit", type=float, default=5.0)
+    p.add_argument("--episodes", type=int, default=50)
+    p.add_argument("--epochs", type=int, help="override the preset's epochs")
+    p.add_argument("--raw-seconds", type=float, default=20.0)
+    p.add_argument("--runs", default="runs/bench")
+    p.add_argument("--results", default="benchmarks/results")
+    p.add_argument("--zoo", default="zoo", help="copy seed 0's agent to ZOO/<env>/ppol/")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+
+    overrides = {} if args.epochs is None else {"epochs": args.epochs}
+    cfg0 = preset(args.env, args.preset, **overrides)
+    raw = raw_throughput(args.env, cfg0.num_envs, cfg0.workers, args.raw_seconds)
+    raw_one = raw_throughput(args.env, 1, 0, args.raw_seconds / 2)
+    print(
+        f"raw random-action throughput: {raw:.0f} steps/s ({cfg0.num_envs} envs, "
+        f"{cfg0.workers} workers); one env in-process {raw_one:.0f} steps/s",
+        flush=True,
+    )
+
+    per_seed = []
+    eval_vec = VectorEnv(args.env, 10, seed=0, workers=2)
+    try:
+        for seed in args.seeds:
+            cfg = preset(args.env, args.preset, seed=seed, **overrides)
+            run = Path(args.runs) / args.env / f"{args.preset}-seed{seed}"
+            status = run_status(run)
+            if status is None:
+                if run.exists():
+                    shutil.rmtree(run)
+                train(cfg, run, progress=False)
+            elif status[0] < status[1]:
+                train(cfg, run, resume=True, progress=False)
+            rows = train_metrics(run)
+            last = rows[-1]
+            wall = float(last["wall_time"])
+            steps = int(last["env_steps"])
+            final = evaluate_agent(load_agent(run), eval_vec, args.episodes, seed=0)[0]
+            fs = final.summary()
+            first = None
+            for row in rows:
+                ckpt = run / "checkpoints" / f"agent_epoch_{int(row['epoch']):04d}.pt"
+                s = evaluate_agent(load_agent(ckpt), eval_vec, args.episodes, seed=0)[0]
+                s = s.summary()
+                if meets(s, args.target_reward, args.cost_limit):
+                    first = {
+                        "epoch": int(row["epoch"]),
+                        "env_steps": int(row["env_steps"]),
+                        "wall_time_s": float(row["wall_time"]),
+                        "reward": s["reward_mean"],
+                        "cost": s["cost_mean"],
+                    }
+                    break
+            split = {
+                k: float(np.sum([float(r[k]) for r in rows]))
+                for k in ("time_env", "time_policy", "time_update")
+            }
+            entry = {
+                "seed": seed,
+                "final": fs,
+                "meets_target": meets(fs, args.target_reward, args.cost_limit),
+                "first_meeting_target": first,
+                "train_wall_time_s": wall,
+                "train_env_steps": steps,
+                "train_steps_per_s": steps / wall,
+                "time_split_s": split,
+            }
+            per_seed.append(entry)
+            print(json.dumps(entry), flush=True)
+            if seed == args.seeds[0] and args.zoo:
+                dest = Path(args.zoo) / args.env / "ppol"
+                dest.mkdir(parents=True, exist_ok=True)
+                shutil.copy(run / "agent.pt", dest / "agent.pt")
+                shutil.copy(run / "config.yaml", dest / "config.yaml")
+                shutil.copy(run / "metrics.csv", dest / "metrics.csv")
+    finally:
+        eval_vec.close()
+
+    pooled_tp = float(np.mean([e["train_steps_per_s"] for e in per_seed]))
+    result = {
+        "command": "python benchmarks/ppol_benchmark.py "
+        + " ".join(
+            [
+                f"--env {args.env}",
+                f"--preset {args.preset}",
+                "--seeds " + " ".join(map(str, args.seeds)),
+                f"--target-reward {args.target_reward:g}",
+            ]
+            + ([f"--epochs {args.epochs}"] if args.epochs else [])
+        ),
+        "machine": machine(),
+        "git_commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "env_id": args.env,
+        "preset": args.preset,
+        "target": {"reward": args.target_reward, "cost": args.cost_limit},
+        "episodes": args.episodes,
+        "raw_steps_per_s_two_cores": raw,
+        "raw_steps_per_s_one_env": raw_one,
+        "train_steps_per_s_mean": pooled_tp,
+        "train_over_raw": pooled_tp / raw,
+        "seeds": per_seed,
+    }
+    out = Path(args.results)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"ppol_{args.env}.json").write_text(json.dumps(result, indent=2))
+    (out / f"ppol_{args.env}.md").write_text(report(result))
+    print(report(result))
+
+
+def report(r: dict) -> str:
+    m = r["machine"]
+    lines = [
+        f"# PPO-Lagrangian on {r['env_id']} (preset `{r['preset']}`)",
+        "",
+        f"Command: `{r['command']}` (commit {r['git_commit']})",
+        f"Machine: {m['cores']} cores, {m['cpu']}, Python {m['python']}, torch {m['torch']}",
+        f"Target: reward >= {r['target']['reward']:g} with cost <= {r['target']['cost']:g}, "
+        f"{r['episodes']} deterministic episodes per evaluation.",
+        "",
+        "| seed | final reward | final cost | meets | first snapshot meeting target "
+        "(epoch / env steps / wall s) | train steps/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in r["seeds"]:
+        f = e["final"]
+        first = e["first_meeting_target"]
+        first_s = (
+            f"{first['epoch']} / {first['env_steps']:,} / {first['wall_time_s']:.0f}"
+            if first
+            else "never"
+        )
+        lines.append(
+            f"| {e['seed']} | {f['reward_mean']:.1f} ± {f['reward_std']:.1f} | "
+            f"{f['cost_mean']:.2f} ± {f['cost_std']:.2f} | {'yes' if e['meets_target'] else 'no'}"
+            f" | {first_s} | {e['train_steps_per_s']:.0f} |"
+        )
+    all_r = [x for e in r["seeds"] for x in [e["final"]["reward_mean"]]]
+    all_c = [x for e in r["seeds"] for x in [e["final"]["cost_mean"]]]
+    lines += [
+        "",
+        f"Mean over seeds: reward {np.mean(all_r):.1f}, cost {np.mean(all_c):.2f}.",
+        "",
+        f"Throughput: training {r['train_steps_per_s_mean']:.0f} env steps/s (updates "
+        f"included, start-up included) vs raw random-action {r['raw_steps_per_s_two_cores']:.0f}"
+        f" steps/s on both cores (same layout, same run): "
+        f"**{r['train_over_raw']:.2f}x**. One env in one process: "
+        f"{r['raw_steps_per_s_one_env']:.0f} steps/s.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
