@@ -46,9 +46,13 @@ def _apply_sets(cfg: TrainConfig, sets: list[str]) -> TrainConfig:
 def cmd_train(args: argparse.Namespace) -> int:
     from robustsafe.train import train
 
-    out = Path(args.out) if args.out else Path("runs") / args.env / f"{args.preset}-seed{args.seed}"
+    out = (
+        Path(args.out)
+        if args.out
+        else Path("runs") / args.env / f"{args.mode.replace(':', '')}-{args.preset}-seed{args.seed}"
+    )
     try:
-        cfg = preset(args.env, args.preset, seed=args.seed)
+        cfg = preset(args.env, args.preset, mode=args.mode, seed=args.seed)
     except ValueError as err:
         raise CLIError(str(err)) from None
     overrides: dict[str, Any] = {}
@@ -248,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--env", default="SafetyCarRun-v0", help="environment id")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--preset", default="paper", choices=PRESETS, help="settings preset")
+    t.add_argument(
+        "--mode",
+        default="vanilla",
+        help="training mode: vanilla, random, adv-mc, adv-mr, adv-mix:W, sa-mad, sa-mc, sa-mr",
+    )
     t.add_argument("--total-steps", type=int, help="environment steps (rounded up to epochs)")
     t.add_argument("--epochs", type=int, help="number of epochs (instead of --total-steps)")
     t.add_argument("--out", help="run directory (default runs/ENV/PRESET-seedSEED)")

@@ -64,6 +64,68 @@ class PPOLagConfig:
             )
 
 
+MODES = ("vanilla", "random", "adv-mc", "adv-mr", "adv-mix:W", "sa-mad", "sa-mc", "sa-mr")
+
+
+def check_mode(mode: str) -> None:
+    """Raise a clear error unless ``mode`` is a training mode (``adv-mix:W``, W in [0, 1])."""
+    if mode in MODES and mode != "adv-mix:W":
+        return
+    if mode.startswith("adv-mix:"):
+        try:
+            w = float(mode.split(":", 1)[1])
+        except ValueError:
+            w = float("nan")
+        if 0.0 <= w <= 1.0:
+            return
+    raise ValueError(f"unknown training mode {mode!r}; accepted: {', '.join(MODES)} (W in [0, 1])")
+
+
+@dataclass(frozen=True)
+class RobustConfig:
+    """Robust training (paper section 4, appendix C.3 and C.5).
+
+    mode:
+      vanilla    PPO-Lagrangian on clean observations (PPOL);
+      random     rollouts under uniform noise in the ball (PPOL-random);
+      adv-mc, adv-mr, adv-mix:W
+                 rollouts under the MC / MR / mixed attacker, with the agent's current Q
+                 critics (ADV-PPOL, Algorithm 1);
+      sa-mad, sa-mc, sa-mr
+                 clean rollouts; the actor loss adds sa_beta * KL(pi(.|s) || pi(.|s_adv)) with
+                 pi(.|s) detached and s_adv from MAD / MC / MR at full epsilon, computed once
+                 per update over the whole batch (SA-PPOL).
+    The budget of random and adv modes follows the schedule (``robustsafe.schedule``).
+    """
+
+    mode: str = "vanilla"
+    epsilon: float = 0.05
+    schedule: str = "linear"
+    schedule_start: int = 20
+    schedule_length: int = 30
+    sa_beta: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+        from robustsafe.schedule import SCHEDULES
+
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; accepted: {SCHEDULES}")
+        if self.epsilon < 0 or self.sa_beta < 0:
+            raise ValueError("epsilon and sa_beta must be >= 0")
+        if self.schedule_start < 0 or self.schedule_length < 1:
+            raise ValueError("schedule_start must be >= 0 and schedule_length >= 1")
+
+    @property
+    def attacker_name(self) -> str | None:
+        """The attacker this mode uses, or None for vanilla."""
+        if self.mode == "vanilla":
+            return None
+        if self.mode == "random":
+            return "random"
+        return self.mode.split("-", 1)[1]
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     env_id: str = "SafetyCarRun-v0"
@@ -79,6 +141,7 @@ class TrainConfig:
     ppo: PPOLagConfig = field(default_factory=PPOLagConfig)
     pid: PIDConfig = field(default_factory=PIDConfig)
     critics: CriticConfig = field(default_factory=CriticConfig)
+    robust: RobustConfig = field(default_factory=RobustConfig)
 
     def __post_init__(self) -> None:
         _positive(self, "epochs", "steps_per_epoch", "num_envs", "torch_threads")
@@ -112,67 +175,112 @@ def _positive(obj: Any, *names: str) -> None:
 # Per task: (epochs, steps per epoch, actor lr, hidden, episode length) from the paper's
 # appendix table C.7 / REFERENCE.md, and learner overrides.
 _PAPER_TASKS: dict[str, dict[str, Any]] = {
-    "SafetyCarRun-v0": dict(epochs=100, steps_per_epoch=40_000, ppo=dict(actor_lr=3e-4)),
+    "SafetyCarRun-v0": dict(
+        epochs=100,
+        steps_per_epoch=40_000,
+        ppo=dict(actor_lr=3e-4),
+        robust=dict(epsilon=0.05, schedule_start=20, schedule_length=30),
+    ),
     "SafetyCarCircle-v0": dict(
-        epochs=100, steps_per_epoch=42_000, ppo=dict(actor_lr=3e-4, hidden=(256, 256))
+        epochs=100,
+        steps_per_epoch=42_000,
+        ppo=dict(actor_lr=3e-4, hidden=(256, 256)),
+        robust=dict(epsilon=0.05, schedule_start=50, schedule_length=100),
     ),
     "SafetyDroneRun-v0": dict(
         epochs=250,
         steps_per_epoch=80_000,
         ppo=dict(actor_lr=2e-4, hidden=(256, 256), clip_ratio=0.15, target_kl=0.005),
+        robust=dict(epsilon=0.025, schedule_start=20, schedule_length=80),
     ),
     "SafetyDroneCircle-v0": dict(
-        epochs=500, steps_per_epoch=60_000, ppo=dict(actor_lr=3e-4, hidden=(256, 256))
+        epochs=500,
+        steps_per_epoch=60_000,
+        ppo=dict(actor_lr=3e-4, hidden=(256, 256)),
+        robust=dict(epsilon=0.025, schedule_start=100, schedule_length=100),
     ),
     "SafetyAntRun-v0": dict(
-        epochs=250, steps_per_epoch=80_000, ppo=dict(actor_lr=5e-4, hidden=(256, 256))
+        epochs=250,
+        steps_per_epoch=80_000,
+        ppo=dict(actor_lr=5e-4, hidden=(256, 256)),
+        robust=dict(epsilon=0.025, schedule_start=50, schedule_length=80),
     ),
     "SafetyAntCircle-v0": dict(
         epochs=800,
         steps_per_epoch=80_000,
         ppo=dict(actor_lr=5e-4, hidden=(256, 256), actor_passes=160),
+        robust=dict(epsilon=0.025, schedule_start=150, schedule_length=300),
     ),
 }
 # Every epoch starts fresh episodes (that makes resuming exact), so an epoch should hold whole
 # episodes: CarCircle's 40k steps become 42k = 20 envs x 7 episodes of 300 steps.
 
-_FAST_PPO = dict(
-    actor_passes=10,
-    critic_passes=10,
-    minibatch_size=1024,
-    target_kl=0.02,
-    actor_max_grad_norm=0.5,
-    critic_max_grad_norm=0.5,
-    center_cost_advantage=True,
+_FAST_ALL: dict[str, Any] = dict(
+    ppo=dict(
+        actor_passes=10,
+        critic_passes=10,
+        minibatch_size=1024,
+        target_kl=0.02,
+        actor_max_grad_norm=0.5,
+        critic_max_grad_norm=0.5,
+        center_cost_advantage=True,
+        actor_lr=5e-4,
+    ),
+    # The PID is fed once per epoch; with epochs 7-10x shorter than the paper's, the paper's
+    # KI would make the integral grow 7-10x faster per env step. KI scaled to keep it per step.
+    pid=dict(ki=0.0005),
 )
 _FAST_TASKS: dict[str, dict[str, Any]] = {
-    "SafetyCarRun-v0": dict(epochs=75, steps_per_epoch=4_000, ppo=dict(actor_lr=5e-4)),
+    "SafetyCarRun-v0": dict(
+        epochs=75,
+        steps_per_epoch=4_000,
+        robust=dict(schedule_start=15, schedule_length=22),
+    ),
     "SafetyCarCircle-v0": dict(
-        epochs=75, steps_per_epoch=6_000, ppo=dict(actor_lr=5e-4, hidden=(256, 256))
+        epochs=75,
+        steps_per_epoch=6_000,
+        robust=dict(schedule_start=20, schedule_length=30),
     ),
 }
 
 PRESETS = ("paper", "fast")
 
 
-def preset(env_id: str, name: str = "paper", **overrides: Any) -> TrainConfig:
-    """The resolved settings of preset ``name`` for ``env_id``, with top-level overrides.
+_GROUPS = ("ppo", "pid", "robust")
+
+
+def preset(
+    env_id: str, name: str = "paper", mode: str = "vanilla", **overrides: Any
+) -> TrainConfig:
+    """The resolved settings of preset ``name`` for ``env_id`` and training ``mode``, with
+    top-level overrides.
 
     Tasks without a preset of their own (other Bullet-Safety-Gym ids, custom envs) take the
     CarRun values.
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; accepted: {', '.join(PRESETS)}")
-    task = _PAPER_TASKS.get(env_id, _PAPER_TASKS["SafetyCarRun-v0"])
-    values: dict[str, Any] = {k: v for k, v in task.items() if k != "ppo"}
-    ppo = dict(task.get("ppo", {}))
+    check_mode(mode)
+    layers = [_PAPER_TASKS.get(env_id, _PAPER_TASKS["SafetyCarRun-v0"])]
     if name == "fast":
-        fast = _FAST_TASKS.get(env_id, _FAST_TASKS["SafetyCarRun-v0"])
-        values.update({k: v for k, v in fast.items() if k != "ppo"})
-        ppo.update(_FAST_PPO)
-        ppo.update(fast.get("ppo", {}))
-    values.update(env_id=env_id, preset=name)
-    cfg = TrainConfig(ppo=PPOLagConfig(**ppo), **values)
+        layers += [_FAST_ALL, _FAST_TASKS.get(env_id, _FAST_TASKS["SafetyCarRun-v0"])]
+    values: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {g: {} for g in _GROUPS}
+    for layer in layers:
+        for key, value in layer.items():
+            if key in _GROUPS:
+                groups[key].update(value)
+            else:
+                values[key] = value
+    groups["robust"]["mode"] = mode
+    cfg = TrainConfig(
+        env_id=env_id,
+        preset=name,
+        ppo=PPOLagConfig(**groups["ppo"]),
+        pid=PIDConfig(**groups["pid"]),
+        robust=RobustConfig(**groups["robust"]),
+        **values,
+    )
     return replace(cfg, **overrides) if overrides else cfg
 
 

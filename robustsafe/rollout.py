@@ -97,7 +97,8 @@ def collect(
         t2 = time.perf_counter()
         step = vec.step(act.numpy())
         t3 = time.perf_counter()
-        timing.attack += t1 - t0
+        if perturb is not None:
+            timing.attack += t1 - t0
         timing.policy += t2 - t1
         timing.env += t3 - t2
         buf["clean"][t] = obs

@@ -33,7 +33,9 @@ from robustsafe.config import TrainConfig, from_dict, to_dict
 from robustsafe.critics import CriticTrainer
 from robustsafe.envs import VectorEnv
 from robustsafe.learners.ppo_lag import PPOLagrangian
-from robustsafe.rollout import collect
+from robustsafe.nets import GaussianActor
+from robustsafe.rollout import Perturbation, collect
+from robustsafe.schedule import epsilon_at
 
 STATE_FORMAT = "robustsafe-train-state"
 
@@ -41,6 +43,60 @@ STATE_FORMAT = "robustsafe-train-state"
 def epoch_episode_seed(seed: int, epoch: int) -> int:
     """The seed of the episodes of ``epoch`` (1-based) in a run seeded with ``seed``."""
     return int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0])
+
+
+def gaussian_kl(mean_p: torch.Tensor, mean_q: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """KL(N(mean_p, s) || N(mean_q, s)) per row for a shared diagonal std s = exp(log_std).
+
+    Both policies share the state-independent std, so the log-ratio and variance terms cancel
+    and KL = sum_i (mean_p_i - mean_q_i)^2 / (2 s_i^2).
+    """
+    return ((mean_p - mean_q) ** 2 / (2.0 * torch.exp(2.0 * log_std))).sum(-1)
+
+
+class _RobustHooks:
+    """What a training mode changes: the rollout perturbation and SA-PPOL's regulariser."""
+
+    def __init__(self, cfg: TrainConfig, actor: GaussianActor, critics, generator) -> None:
+        from robustsafe.attacks import make_attacker
+
+        self.cfg = cfg.robust
+        self.actor = actor
+        self.critics = critics
+        self.generator = generator
+        name = self.cfg.attacker_name
+        self.attacker = None if name is None else make_attacker(name)
+        self.sa = self.cfg.mode.startswith("sa-")
+
+    def epsilon(self, epoch: int) -> float:
+        if self.attacker is None:
+            return 0.0
+        if self.sa:  # SA-PPOL regularises at the full budget from the start
+            return self.cfg.epsilon
+        r = self.cfg
+        return epsilon_at(epoch, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+
+    def rollout_perturbation(self, epoch: int) -> Perturbation | None:
+        eps = self.epsilon(epoch)
+        if self.attacker is None or self.sa or eps == 0.0:
+            return None
+        attacker, actor, critics, gen = self.attacker, self.actor, self.critics, self.generator
+        return lambda obs: attacker(actor, critics, obs, eps, gen)
+
+    def sa_regularizer(self, obs: torch.Tensor):
+        """SA-PPOL: beta * KL(pi(.|s) || pi_theta(.|s_adv)), s_adv computed once per update."""
+        if not self.sa or self.cfg.sa_beta == 0.0:
+            return None
+        s_adv = self.attacker(self.actor, self.critics, obs, self.cfg.epsilon, self.generator)
+        with torch.no_grad():
+            clean_mean = self.actor.mean_action(obs)
+        beta = self.cfg.sa_beta
+
+        def extra(actor: GaussianActor, idx: torch.Tensor) -> torch.Tensor:
+            adv_mean = actor.mean_action(s_adv[idx])
+            return beta * gaussian_kl(clean_mean[idx], adv_mean, actor.log_std).mean()
+
+        return extra
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -137,6 +193,7 @@ def train(
         )
         learner = PPOLagrangian(actor, v_r, v_c, cfg.ppo, cfg.pid)
         critic_trainer = CriticTrainer(critics, vec.obs_dim, vec.act_dim, cfg.critics)
+        hooks = _RobustHooks(cfg, actor, critics, generator)
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0
         if resume:
@@ -172,7 +229,12 @@ def train(
         for epoch in range(start_epoch + 1, cfg.epochs + 1):
             t_epoch = time.perf_counter()
             result = collect(
-                vec, actor, cfg.rollout_length, epoch_episode_seed(cfg.seed, epoch), generator
+                vec,
+                actor,
+                cfg.rollout_length,
+                epoch_episode_seed(cfg.seed, epoch),
+                generator,
+                hooks.rollout_perturbation(epoch),
             )
             ro = result.rollout
             if norm is not None:
@@ -180,7 +242,10 @@ def train(
             t_update = time.perf_counter()
             eps = result.episodes
             mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
-            metrics: dict[str, float] = learner.update(ro, mean_cost, generator)
+            t_sa = time.perf_counter()
+            extra = hooks.sa_regularizer(torch.from_numpy(ro.obs.reshape(ro.size, -1)))
+            t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
+            metrics: dict[str, float] = learner.update(ro, mean_cost, generator, extra)
             flat = ro.size
             critic_trainer.add(
                 ro.obs.reshape(flat, -1),
@@ -204,10 +269,11 @@ def train(
                 "ep_return": last_return if eps else float("nan"),
                 "ep_cost": last_cost if eps else float("nan"),
                 "ep_length": float(np.mean([e.length for e in eps])) if eps else float("nan"),
+                "epsilon": hooks.epsilon(epoch),
                 **metrics,
                 "steps_per_s": flat / (t_end - t_epoch),
                 "time_env": result.timing.env,
-                "time_attack": result.timing.attack,
+                "time_attack": result.timing.attack + t_sa,
                 "time_policy": result.timing.policy,
                 "time_update": t_end - t_update,
             }

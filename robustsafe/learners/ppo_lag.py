@@ -94,8 +94,10 @@ class PPOLagrangian:
         if self.cfg.normalize_reward_advantage:
             a = out["adv_r"]
             out["adv_r"] = (a - a.mean()) / (a.std() + 1e-8)
-        if self.cfg.center_cost_advantage:
+        if self.cfg.center_cost_advantage or self.cfg.normalize_cost_advantage:
             out["adv_c"] = out["adv_c"] - out["adv_c"].mean()
+        if self.cfg.normalize_cost_advantage:
+            out["adv_c"] = out["adv_c"] / (out["adv_c"].std() + 1e-8)
         return out
 
     # ------------------------------------------------------------------ update
@@ -142,7 +144,7 @@ class PPOLagrangian:
                 if extra_actor_loss is not None:
                     extra = extra_actor_loss(self.actor, idx)
                     loss = loss + extra
-                    extra_sum += float(extra)
+                    extra_sum += float(extra.detach())
                 self.actor_optim.zero_grad(set_to_none=True)
                 loss.backward()
                 _clip(self.actor, cfg.actor_max_grad_norm)

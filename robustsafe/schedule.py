@@ -1,0 +1,35 @@
+"""Epsilon schedules for adversarial training (paper section 4.2 and appendix C.3).
+
+A strong adversary from the first epoch stops the learner from exploring, so the budget grows
+from 0 to ``epsilon`` after a start epoch. Two forms:
+
+- ``linear`` (the paper): eps_n = epsilon * min(1, (n - start) / length) for n >= start;
+- ``exp`` (the original code): eps_n = epsilon * (1 - exp(-5 (n - start) / length));
+- ``constant``: epsilon from the first epoch.
+
+Before ``start`` the budget is 0. Epochs are counted from 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+SCHEDULES = ("linear", "exp", "constant")
+
+
+def epsilon_at(epoch: int, epsilon: float, schedule: str, start: int, length: int) -> float:
+    """The perturbation budget of training epoch ``epoch`` (pure)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown epsilon schedule {schedule!r}; accepted: {SCHEDULES}")
+    if epsilon < 0 or length < 1 or start < 0:
+        raise ValueError(
+            f"need epsilon >= 0, length >= 1, start >= 0; got {epsilon}, {length}, {start}"
+        )
+    if schedule == "constant":
+        return epsilon
+    if epoch < start:
+        return 0.0
+    progress = (epoch - start) / length
+    if schedule == "linear":
+        return epsilon * min(1.0, progress)
+    return epsilon * (1.0 - math.exp(-5.0 * progress))

@@ -1,0 +1,94 @@
+import math
+
+import pytest
+import torch
+
+from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mode, preset
+from robustsafe.schedule import epsilon_at
+from robustsafe.train import gaussian_kl, train, train_metrics
+
+
+def test_linear_schedule_hand_values():
+    # start 10, length 4, eps 0.05: 0 before 10, then 0, .0125, .025, .0375, .05, .05
+    got = [epsilon_at(n, 0.05, "linear", 10, 4) for n in range(8, 16)]
+    want = [0, 0, 0, 0.0125, 0.025, 0.0375, 0.05, 0.05]
+    assert got == pytest.approx(want)
+
+
+def test_exp_schedule_is_the_original_form():
+    # eps (1 - exp(-5 (n - start) / decay)): at n = start + decay, 1 - e^-5
+    assert epsilon_at(50, 0.05, "exp", 20, 30) == pytest.approx(0.05 * (1 - math.exp(-5)))
+    assert epsilon_at(19, 0.05, "exp", 20, 30) == 0.0
+    assert epsilon_at(3, 0.05, "constant", 20, 30) == 0.05
+    with pytest.raises(ValueError, match="schedule"):
+        epsilon_at(3, 0.05, "cosine", 20, 30)
+
+
+def test_shared_std_gaussian_kl_hand_value():
+    # means differ by (1, 2), std 0.5 -> (1 + 4) / (2 * 0.25) = 10
+    kl = gaussian_kl(
+        torch.zeros(1, 2), torch.tensor([[1.0, 2.0]]), torch.log(torch.full((2,), 0.5))
+    )
+    assert float(kl) == pytest.approx(10.0)
+    p = torch.distributions.Normal(torch.zeros(2), 0.5)
+    q = torch.distributions.Normal(torch.tensor([1.0, 2.0]), 0.5)
+    assert float(torch.distributions.kl_divergence(p, q).sum()) == pytest.approx(10.0)
+
+
+def test_modes_are_checked():
+    for mode in ("vanilla", "adv-mc", "adv-mix:0.25", "sa-mr"):
+        check_mode(mode)
+    for bad in ("adv", "adv-mix:2", "adv-mix:x", "sa-random"):
+        with pytest.raises(ValueError, match="accepted"):
+            check_mode(bad)
+    cfg = preset("SafetyCarRun-v0", "fast", mode="adv-mr")
+    assert cfg.robust.attacker_name == "mr" and cfg.robust.epsilon == 0.05
+    assert preset("SafetyAntRun-v0", "paper").robust.epsilon == 0.025
+
+
+MODES = ["random", "adv-mc", "adv-mr", "adv-mix:0.5", "sa-mad", "sa-mc", "sa-mr"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_trains(tmp_path, toy_env_id, mode):
+    cfg = TrainConfig(
+        env_id=toy_env_id,
+        epochs=3,
+        steps_per_epoch=80,
+        num_envs=4,
+        workers=0,
+        ppo=PPOLagConfig(hidden=(16, 16), actor_passes=2, critic_passes=2, minibatch_size=40),
+        robust=RobustConfig(mode=mode, epsilon=0.1, schedule_start=1, schedule_length=2),
+    )
+    rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
+    eps = [float(r["epsilon"]) for r in rows]
+    if mode.startswith("sa-"):
+        assert eps == [0.1, 0.1, 0.1]
+        assert all(float(r["extra_actor_loss"]) > 0 for r in rows)
+    else:
+        assert eps == pytest.approx([0.0, 0.05, 0.1])
+        assert float(rows[0]["time_attack"]) == 0.0  # no attack while epsilon is 0
+        assert float(rows[-1]["time_attack"]) > 0.0
+
+
+def test_adversarial_rollouts_store_perturbed_observations(tmp_path, toy_env_id):
+    # adv-mc at full budget from epoch 1: the replay's observations differ from the true next
+    # observations of the previous step by at most epsilon, and not all are unperturbed.
+    cfg = TrainConfig(
+        env_id=toy_env_id,
+        epochs=1,
+        steps_per_epoch=40,
+        num_envs=2,
+        workers=0,
+        ppo=PPOLagConfig(hidden=(8, 8), actor_passes=1, critic_passes=1),
+        robust=RobustConfig(mode="adv-mc", epsilon=0.2, schedule="constant"),
+    )
+    run = train(cfg, tmp_path / "run", progress=False)
+    state = torch.load(run / "state.pt", weights_only=False)
+    replay = state["critic_trainer"]["replay"]
+    obs, next_obs = replay["obs"], replay["next_obs"]
+    # transitions are stored time-major per env: row t*2+k; next_obs[t] is the clean obs[t+1]
+    diffs = abs(obs[2:] - next_obs[:-2])
+    diffs = diffs[[i for i in range(len(diffs)) if (i // 2 + 1) % 20 != 0]]  # skip episode ends
+    assert float(diffs.max()) <= 0.2 + 1e-6
+    assert float(diffs.max()) > 1e-3
