@@ -237,7 +237,7 @@ _FAST_TASKS: dict[str, dict[str, Any]] = {
         robust=dict(schedule_start=15, schedule_length=22),
     ),
     "SafetyCarCircle-v0": dict(
-        epochs=75,
+        epochs=100,
         steps_per_epoch=6_000,
         robust=dict(schedule_start=20, schedule_length=30),
     ),

@@ -289,7 +289,14 @@ class VectorEnv:
 
     @staticmethod
     def _recv(pipe: Any) -> Any:
-        status, payload = pipe.recv()
+        try:
+            status, payload = pipe.recv()
+        except EOFError:
+            raise RuntimeError(
+                "an environment worker exited unexpectedly (see its traceback above); with "
+                "workers > 0 the main program must be importable (a file, not stdin) and guard "
+                "its entry point with `if __name__ == '__main__':`"
+            ) from None
         if status == "error":
             raise RuntimeError(f"environment worker failed:\n{payload}")
         return payload

@@ -1,0 +1,121 @@
+"""The attacker interface shared by every attack, and the identity attacker ``none``.
+
+An attacker is a pure function object (STYLE.md): called as
+
+    attacker(actor, critics, obs, epsilon, generator, scale=None) -> perturbed obs
+
+it returns a new ``(batch, d)`` tensor, every row inside the epsilon-ball of its clean row, drawn
+only from ``generator``'s randomness, and keeps nothing between calls. It never changes the
+networks: no parameter, no ``.grad``, no train/eval mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from abc import ABC, abstractmethod
+
+import torch
+from torch import Tensor
+
+from robustsafe.attacks.ball import apply_perturbation
+from robustsafe.critics import QCritics
+from robustsafe.nets import GaussianActor
+
+
+class Attacker(ABC):
+    """Base class: input checks and the final, exact placement inside the ball.
+
+    Subclasses set ``name``, ``needs_critics`` and ``norm`` and implement ``perturbation``, which
+    returns ``u`` (the perturbation in the scaled space, rows inside the epsilon-ball).
+    """
+
+    name: str = ""
+    needs_critics: bool = False
+    norm: str = "linf"
+
+    def __call__(
+        self,
+        actor: GaussianActor,
+        critics: QCritics | None,
+        obs: Tensor,
+        epsilon: float,
+        generator: torch.Generator,
+        scale: Tensor | None = None,
+    ) -> Tensor:
+        epsilon = self._check(critics, obs, epsilon, generator, scale)
+        if epsilon == 0.0 or obs.shape[0] == 0:
+            return obs.detach().clone()
+        # Inference tensors cannot enter autograd; leave inference mode for this call only.
+        mode = (
+            torch.inference_mode(False)
+            if torch.is_inference_mode_enabled()
+            else contextlib.nullcontext()
+        )
+        with mode:
+            clean = obs.detach()
+            if clean.is_inference():
+                clean = clean.clone()
+            if scale is not None:
+                scale = scale.detach().to(dtype=clean.dtype)
+                if scale.is_inference():
+                    scale = scale.clone()
+            u = self.perturbation(actor, critics, clean, epsilon, generator, scale)
+            with torch.no_grad():
+                return apply_perturbation(clean, u.detach(), epsilon, self.norm, scale)
+
+    @abstractmethod
+    def perturbation(
+        self,
+        actor: GaussianActor,
+        critics: QCritics | None,
+        obs: Tensor,
+        epsilon: float,
+        generator: torch.Generator,
+        scale: Tensor | None,
+    ) -> Tensor:
+        """The perturbation ``u`` (rows in the epsilon-ball) for a checked, detached batch."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    def _check(
+        self,
+        critics: QCritics | None,
+        obs: Tensor,
+        epsilon: float,
+        generator: torch.Generator,
+        scale: Tensor | None,
+    ) -> float:
+        if not isinstance(obs, Tensor) or obs.dim() != 2 or not obs.is_floating_point():
+            raise ValueError(
+                f"obs must be a floating (batch, obs_dim) tensor, got "
+                f"{type(obs).__name__} {getattr(obs, 'shape', '')}"
+            )
+        epsilon = float(epsilon)
+        if not (math.isfinite(epsilon) and epsilon >= 0.0):
+            raise ValueError(f"epsilon must be finite and >= 0, got {epsilon}")
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        if self.needs_critics and critics is None:
+            raise ValueError(f"attacker {self.name!r} needs the agent's Q critics, got None")
+        if scale is not None:
+            if not isinstance(scale, Tensor) or scale.shape != (obs.shape[1],):
+                raise ValueError(
+                    f"scale must be a tensor of shape ({obs.shape[1]},), "
+                    f"got {getattr(scale, 'shape', type(scale).__name__)}"
+                )
+            if not bool(torch.all(torch.isfinite(scale) & (scale > 0))):
+                raise ValueError("scale must be finite and > 0 in every dimension")
+        if obs.numel() and not bool(torch.isfinite(obs).all()):
+            raise ValueError("obs contains NaN or infinite values")
+        return epsilon
+
+
+class NoAttacker(Attacker):
+    """``none``: the identity (the clean observations, copied)."""
+
+    name = "none"
+
+    def perturbation(self, actor, critics, obs, epsilon, generator, scale):  # noqa: D102
+        return torch.zeros_like(obs)

@@ -1,0 +1,10 @@
+"""Experiment drivers: the (env x mode x seed) grid runner and the paper's results table.
+
+- ``robustsafe.experiments.grid``: ``GridSpec``, ``plan_grid``, ``run_grid`` (train every
+  combination in its own process, resume or skip finished ones, evaluate every agent).
+- ``robustsafe.experiments.table``: ``collect_table``, ``format_markdown``, ``write_tables``
+  (the paper's Table 1 from the ``eval.json`` files of a directory tree).
+
+The submodules are imported on demand (``from robustsafe.experiments.grid import run_grid``),
+so importing this package costs nothing.
+"""

@@ -1,0 +1,864 @@
+"""The experiment grid: train every (env, mode, seed) in its own process, then evaluate it.
+
+A grid is a ``GridSpec``; ``run_grid(spec)`` makes every combination's run directory
+
+    <out>/<env>/<mode without ':'>/seed<S>/     e.g. runs/grid/SafetyCarRun-v0/adv-mix0.5/seed3
+
+hold a finished training (``robustsafe train``: ``config.yaml``, ``agent.pt``, ``state.pt``, ...,
+plus ``train.log``, the process's output) and an evaluation under the attacker set at the task's
+epsilon (``eval.json`` from ``robustsafe evaluate``, plus ``eval.log``). It is safe to call again
+and again, for instance after a crash or a reboot:
+
+- a run whose ``state.pt`` says it has done the planned epochs is skipped;
+- a run with fewer epochs done (killed, or the grid now asks for more epochs) is resumed with
+  ``--resume``; a resumed run keeps its saved settings except the number of epochs (that is what
+  ``robustsafe train --resume`` does), and the plan notes any difference from the spec;
+- every other run is started;
+- an evaluation is skipped when ``eval.json`` is newer than the run's ``agent.pt`` and was made
+  with the same attackers, episodes, evaluation seed and epsilon.
+
+Every training and evaluation is a separate process (``python -m robustsafe.cli train ...``),
+so a crash or a leak in one cannot take down the others: a failed process is reported with its
+exit status and the last lines of its log, and the grid goes on with the rest. At most
+``workers`` processes run at a time; an agent is evaluated as soon as its training ends.
+
+The planned number of epochs of a run is resolved exactly as ``robustsafe train`` resolves it
+(preset, then ``--workers`` / ``--num-envs`` / ``--obs-norm``, ``--set``, ``--epochs`` /
+``--total-steps`` from ``train_args``), so ``train_args`` are checked before any process
+starts: a misspelt ``--set`` key is one clear error, not a grid of failed runs.
+
+Example::
+
+    spec = GridSpec(envs=("SafetyCarRun-v0",), modes=("vanilla", "adv-mc"), seeds=(0, 1, 2),
+                    preset="fast", out=Path("runs/grid"))
+    for r in run_grid(spec):
+        print(r.env_id, r.mode, r.seed, r.train, r.evaluation)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from robustsafe.config import PRESETS, TrainConfig, check_mode, preset, to_dict
+
+DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
+BACKENDS = ("local", "ray")
+LOG_TAIL_LINES = 15
+
+Action = Literal["train", "resume", "skip"]
+TrainStatus = Literal["trained", "resumed", "skipped", "failed", "pending"]
+EvalStatus = Literal["evaluated", "skipped", "failed", "not-run", "pending"]
+
+# Options of ``robustsafe train`` that the grid sets itself for every run.
+_GRID_OWNED_OPTIONS = (
+    "--env",
+    "--mode",
+    "--seed",
+    "--preset",
+    "--out",
+    "--resume",
+    "--no-progress",
+)
+
+
+# ----------------------------------------------------------------------------- the spec
+
+
+def _as_tuple(value: Any, name: str, item_type: type) -> tuple:
+    """A tuple from a tuple, a list or a comma-separated string; items checked for type."""
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        if item_type is int:
+            try:
+                items = [int(v) for v in items]
+            except ValueError:
+                raise ValueError(f"{name} must be integers, got {value!r}") from None
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        raise ValueError(f"{name} must be a sequence, got {value!r}")
+    for v in items:
+        if item_type is int and (isinstance(v, bool) or not isinstance(v, int)):
+            raise ValueError(f"{name} must be integers, got {v!r}")
+        if item_type is str and (not isinstance(v, str) or not v.strip()):
+            raise ValueError(f"{name} must be non-empty strings, got {v!r}")
+    dupes = sorted({str(v) for v in items if items.count(v) > 1})
+    if dupes:
+        raise ValueError(f"{name} lists {', '.join(dupes)} more than once")
+    return tuple(items)
+
+
+@dataclass(frozen=True)
+class TrainArgs:
+    """The parsed ``train_args`` of a grid (the subset of ``robustsafe train`` options)."""
+
+    epochs: int | None = None
+    total_steps: int | None = None
+    workers: int | None = None
+    num_envs: int | None = None
+    obs_norm: bool = False
+    sets: tuple[str, ...] = ()
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print and exit
+        raise ValueError(f"train_args: {message}")
+
+
+def parse_train_args(args: Sequence[str]) -> TrainArgs:
+    """Parse extra ``robustsafe train`` options (``["--epochs", "3", "--set", "k=v"]``).
+
+    Accepted: ``--epochs``, ``--total-steps``, ``--workers``, ``--num-envs``, ``--obs-norm``,
+    ``--set`` (repeatable). The grid sets ``--env --mode --seed --preset --out --resume
+    --no-progress`` itself; anything else is an error.
+    """
+    p = _RaisingParser(prog="train_args", add_help=False, allow_abbrev=False)
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--total-steps", type=int)
+    p.add_argument("--workers", type=int)
+    p.add_argument("--num-envs", type=int)
+    p.add_argument("--obs-norm", action="store_true")
+    p.add_argument("--set", action="append", default=[])
+    ns, extra = p.parse_known_args(list(args))
+    if extra:
+        owned = [a for a in extra if a.split("=", 1)[0] in _GRID_OWNED_OPTIONS]
+        why = (
+            f"{' '.join(owned)}: the grid sets {', '.join(_GRID_OWNED_OPTIONS)} itself"
+            if owned
+            else f"unsupported {' '.join(extra)}"
+        )
+        raise ValueError(
+            f"train_args: {why}; accepted: --epochs N, --total-steps N, --workers K, "
+            "--num-envs N, --obs-norm, --set KEY=VALUE"
+        )
+    return TrainArgs(ns.epochs, ns.total_steps, ns.workers, ns.num_envs, ns.obs_norm, tuple(ns.set))
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """What to train and how to evaluate it.
+
+    envs, modes, seeds
+        The grid: every combination is one run. Sequences or comma-separated strings; modes
+        are training modes (``vanilla``, ``random``, ``adv-mc``, ``adv-mr``, ``adv-mix:W``,
+        ``sa-mad``, ``sa-mc``, ``sa-mr``), seeds non-negative integers. Custom envs must be
+        importable in a fresh process: gymnasium's ``"package.module:EnvId-v0"`` form.
+    preset
+        ``paper`` or ``fast`` (``robustsafe train --preset``).
+    out
+        The root of the run directories.
+    workers
+        How many training / evaluation processes run at a time. Default 1: each training
+        already steps its environments in 2 subprocesses (the presets' ``workers=2``) and
+        each evaluation uses 2 as well, so one run at a time keeps a 2-core machine busy;
+        more only makes the processes compete for the same cores (and for memory). Raise it
+        on a machine with about 2 cores per parallel run.
+    attacks, episodes, eval_seed
+        ``robustsafe evaluate --attacks --episodes --seed``; the epsilon is always the run's
+        own (``robust.epsilon`` of its ``config.yaml``, the task's preset value).
+    train_args
+        Extra ``robustsafe train`` options for every run, e.g. ``("--epochs", "3")`` or
+        ``("--set", "ppo.actor_lr=1e-3")`` (see ``parse_train_args``).
+    eval_workers, eval_num_envs
+        ``robustsafe evaluate --workers --num-envs``.
+    evaluate
+        False: train only.
+    backend
+        ``local`` (subprocesses of this process) or ``ray``: the same commands as Ray tasks
+        (``pip install ray``; each task asks Ray for 2 CPUs, and the run directories must be
+        on a file system that the Ray workers and this process share).
+    """
+
+    envs: tuple[str, ...]
+    modes: tuple[str, ...] = ("vanilla",)
+    seeds: tuple[int, ...] = (0,)
+    preset: str = "paper"
+    out: Path = Path("runs/grid")
+    workers: int = 1
+    attacks: tuple[str, ...] = DEFAULT_ATTACKS
+    episodes: int = 50
+    eval_seed: int = 0
+    train_args: tuple[str, ...] = ()
+    eval_workers: int = 2
+    eval_num_envs: int = 10
+    evaluate: bool = True
+    backend: str = "local"
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__  # normalise in place (frozen)
+        put(self, "envs", _as_tuple(self.envs, "envs", str))
+        put(self, "modes", _as_tuple(self.modes, "modes", str))
+        put(self, "seeds", _as_tuple(self.seeds, "seeds", int))
+        put(self, "attacks", _as_tuple(self.attacks, "attacks", str))
+        if isinstance(self.train_args, str):
+            put(self, "train_args", tuple(shlex.split(self.train_args)))
+        else:
+            put(self, "train_args", tuple(str(a) for a in self.train_args))
+        put(self, "out", Path(self.out))
+        for name in ("envs", "modes", "seeds", "attacks"):
+            if not getattr(self, name):
+                raise ValueError(f"{name} must not be empty")
+        for mode in self.modes:
+            check_mode(mode)
+        for seed in self.seeds:
+            if seed < 0:
+                raise ValueError(f"seeds must be non-negative integers, got {seed}")
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; accepted: {', '.join(PRESETS)}")
+        for name, low in (("workers", 1), ("episodes", 1), ("eval_seed", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        for name, low in (("eval_workers", 0), ("eval_num_envs", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}; accepted: {', '.join(BACKENDS)}")
+        _check_attacks(self.attacks)
+        parse_train_args(self.train_args)
+        dirs: dict[str, str] = {}
+        for env in self.envs:
+            other = dirs.setdefault(env_dir_name(env), env)
+            if other != env:
+                raise ValueError(
+                    f"envs {other!r} and {env!r} would share the run directory "
+                    f"{env_dir_name(env)!r}"
+                )
+
+    def run_dir(self, env_id: str, mode: str, seed: int) -> Path:
+        """``<out>/<env>/<mode without ':'>/seed<S>``."""
+        return self.out / env_dir_name(env_id) / mode.replace(":", "") / f"seed{seed}"
+
+    def combinations(self) -> list[tuple[str, str, int]]:
+        """Every (env, mode, seed), env-major."""
+        return [(e, m, s) for e in self.envs for m in self.modes for s in self.seeds]
+
+
+def env_dir_name(env_id: str) -> str:
+    """The directory name of an env id: the id after any ``module:`` prefix, '/' made '_'."""
+    return env_id.rsplit(":", 1)[-1].replace("/", "_").replace("\\", "_")
+
+
+def _check_attacks(attacks: Sequence[str]) -> None:
+    from robustsafe.attacks import make_attacker
+
+    for name in attacks:
+        if name not in ("none", "amad"):  # amad needs a threshold; its name is valid
+            make_attacker(name)  # raises ValueError with the accepted names
+
+
+def resolve_train_config(spec: GridSpec, env_id: str, mode: str, seed: int) -> TrainConfig:
+    """The settings ``robustsafe train`` would resolve for this run of the grid.
+
+    Mirrors the train command: the preset, then ``--workers`` / ``--num-envs`` /
+    ``--obs-norm``, then ``--set``, then ``--epochs`` / ``--total-steps``. Raises ValueError.
+    """
+    from robustsafe.cli import CLIError, _apply_sets
+
+    a = parse_train_args(spec.train_args)
+    cfg = preset(env_id, spec.preset, mode=mode, seed=seed)
+    overrides: dict[str, Any] = {}
+    if a.workers is not None:
+        overrides["workers"] = a.workers
+    if a.num_envs is not None:
+        overrides["num_envs"] = a.num_envs
+    if a.obs_norm:
+        overrides["obs_normalization"] = True
+    try:
+        cfg = replace(cfg, **overrides)
+        cfg = _apply_sets(cfg, list(a.sets))
+        if a.epochs is not None:
+            cfg = replace(cfg, epochs=a.epochs)
+        if a.total_steps is not None:
+            if a.total_steps < 1:
+                raise ValueError(f"--total-steps must be >= 1, got {a.total_steps}")
+            cfg = replace(cfg, epochs=max(1, math.ceil(a.total_steps / cfg.steps_per_epoch)))
+    except CLIError as err:
+        raise ValueError(f"train_args: {err}") from None
+    except ValueError as err:
+        raise ValueError(f"train_args: {err}") from None
+    return cfg
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """What the grid would do for one (env, mode, seed).
+
+    action: ``train`` (no training state yet), ``resume`` (fewer epochs done than planned, or
+    a state that cannot be read: the resume then reports why) or ``skip`` (finished).
+    evaluate: whether an evaluation would run (always, after a training or a resume).
+    """
+
+    env_id: str
+    mode: str
+    seed: int
+    run_dir: Path
+    action: Action
+    epochs_done: int
+    epochs_planned: int
+    evaluate: bool
+    epsilon: float
+    note: str = ""
+
+
+def expected_attacks(spec: GridSpec) -> list[str]:
+    """The attack names an evaluation of this grid lists: ``none`` first, then the others."""
+    return ["none", *[a for a in spec.attacks if a != "none"]]
+
+
+def evaluation_is_current(run_dir: Path, spec: GridSpec, epsilon: float) -> bool:
+    """True if ``run_dir/eval.json`` is newer than ``agent.pt`` and matches the spec's
+    attackers, episodes and evaluation seed, and the epsilon."""
+    ev, agent = Path(run_dir) / "eval.json", Path(run_dir) / "agent.pt"
+    try:
+        if ev.stat().st_mtime_ns <= agent.stat().st_mtime_ns:
+            return False
+        data = json.loads(ev.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return False
+    results = [r for r in data["results"] if isinstance(r, dict)]
+    if data.get("episodes") != spec.episodes or data.get("seed") != spec.eval_seed:
+        return False
+    if {r.get("attack") for r in results} != set(expected_attacks(spec)):
+        return False
+    eps = {r.get("epsilon") for r in results if r.get("attack") != "none"}
+    return all(isinstance(e, int | float) and math.isclose(e, epsilon) for e in eps)
+
+
+def _settings_difference(saved: TrainConfig, wanted: TrainConfig) -> list[str]:
+    """Dotted names of the settings (other than epochs and workers) that differ."""
+
+    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out.update(flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    a, b = flat(to_dict(saved)), flat(to_dict(wanted))
+    ignore = {"epochs", "workers"}
+    return sorted(k for k in a.keys() | b.keys() if k not in ignore and a.get(k) != b.get(k))
+
+
+def plan_run(spec: GridSpec, env_id: str, mode: str, seed: int) -> PlannedRun:
+    """The plan of one run (reads its directory, changes nothing)."""
+    from robustsafe.train import load_run_config, run_status
+
+    run = spec.run_dir(env_id, mode, seed)
+    wanted = resolve_train_config(spec, env_id, mode, seed)
+    target = wanted.epochs
+    epsilon = wanted.robust.epsilon
+    if not (run / "state.pt").exists():
+        return PlannedRun(env_id, mode, seed, run, "train", 0, target, spec.evaluate, epsilon)
+    notes = []
+    try:
+        status = run_status(run)
+        saved = load_run_config(run)
+    except Exception as err:  # a damaged state or config: the resume will report it
+        note = f"cannot read the training state ({type(err).__name__}: {err})"
+        return PlannedRun(
+            env_id, mode, seed, run, "resume", 0, target, spec.evaluate, epsilon, note
+        )
+    done = status[0] if status is not None else 0
+    epsilon = saved.robust.epsilon
+    differ = _settings_difference(saved, wanted)
+    if differ:
+        notes.append(
+            "the run's saved settings differ from the grid's in "
+            + ", ".join(differ)
+            + " (a resume keeps the saved ones)"
+        )
+    if done < target:
+        note = "; ".join(notes)
+        return PlannedRun(
+            env_id, mode, seed, run, "resume", done, target, spec.evaluate, epsilon, note
+        )
+    if done > target:
+        notes.append(f"holds {done} epochs, more than the {target} planned")
+    current = evaluation_is_current(run, spec, epsilon)
+    return PlannedRun(
+        env_id,
+        mode,
+        seed,
+        run,
+        "skip",
+        done,
+        target,
+        spec.evaluate and not current,
+        epsilon,
+        "; ".join(notes),
+    )
+
+
+def plan_grid(spec: GridSpec) -> list[PlannedRun]:
+    """What ``run_grid(spec)`` would do for every run, in grid order; starts nothing.
+
+    Raises ValueError when ``train_args`` do not resolve to valid settings.
+    """
+    return [plan_run(spec, e, m, s) for e, m, s in spec.combinations()]
+
+
+def format_plan(plan: Sequence[PlannedRun]) -> str:
+    """One line per run: action, epochs done / planned, evaluation, directory, notes."""
+    lines = []
+    for p in plan:
+        ev = "evaluate" if p.evaluate else "-"
+        line = (
+            f"{p.action:<7} {p.env_id} {p.mode} seed {p.seed}: "
+            f"{p.epochs_done}/{p.epochs_planned} epochs, {ev}  ({p.run_dir})"
+        )
+        if p.note:
+            line += f"  note: {p.note}"
+        lines.append(line)
+    counts = {a: sum(p.action == a for p in plan) for a in ("train", "resume", "skip")}
+    n_eval = sum(p.evaluate for p in plan)
+    lines.append(
+        f"{len(plan)} runs: {counts['train']} to train, {counts['resume']} to resume, "
+        f"{counts['skip']} finished; {n_eval} evaluations"
+    )
+    return "\n".join(lines)
+
+
+def check_envs(env_ids: Iterable[str]) -> None:
+    """Create and close each environment once; ValueError with the reason if one fails."""
+    from robustsafe.envs import make
+
+    for env_id in dict.fromkeys(env_ids):
+        try:
+            make(env_id).close()
+        except Exception as err:
+            raise ValueError(
+                f"cannot create environment {env_id!r}: {type(err).__name__}: {err}"
+            ) from None
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def train_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
+    """The ``robustsafe train`` arguments of a planned run (after ``python``)."""
+    cmd = ["-m", "robustsafe.cli", "train", "--env", plan.env_id, "--mode", plan.mode]
+    cmd += ["--seed", str(plan.seed), "--preset", spec.preset, "--out", str(plan.run_dir)]
+    if plan.action == "resume":
+        cmd.append("--resume")
+    return [*cmd, *spec.train_args, "--no-progress"]
+
+
+def evaluate_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
+    """The ``robustsafe evaluate`` arguments of a run (after ``python``)."""
+    return [
+        "-m",
+        "robustsafe.cli",
+        "evaluate",
+        "--run",
+        str(plan.run_dir),
+        "--attacks",
+        ",".join(expected_attacks(spec)),
+        "--eps",
+        repr(float(plan.epsilon)),
+        "--episodes",
+        str(spec.episodes),
+        "--seed",
+        str(spec.eval_seed),
+        "--out",
+        str(plan.run_dir / "eval.json"),
+        "--workers",
+        str(spec.eval_workers),
+        "--num-envs",
+        str(spec.eval_num_envs),
+        "--no-progress",
+    ]
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What happened to one run.
+
+    train: ``trained`` / ``resumed`` / ``skipped`` (already finished) / ``failed`` /
+    ``pending`` (dry run: would train or resume, see ``action``).
+    evaluation: ``evaluated`` / ``skipped`` (eval.json up to date) / ``failed`` / ``not-run``
+    (training failed, or the grid does not evaluate) / ``pending`` (dry run).
+    exit_code and log_tail describe the failed process (training or evaluation), if any.
+    """
+
+    env_id: str
+    mode: str
+    seed: int
+    run_dir: Path
+    action: Action
+    train: TrainStatus
+    evaluation: EvalStatus
+    epochs_done: int
+    epochs_planned: int
+    exit_code: int | None = None
+    log_tail: str = ""
+    train_seconds: float | None = None
+    eval_seconds: float | None = None
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.train != "failed" and self.evaluation != "failed"
+
+
+def format_results(results: Sequence[RunResult]) -> str:
+    """A summary: one line per run, the failures' log tails, and the totals."""
+    lines = []
+    for r in results:
+        line = f"{r.env_id} {r.mode} seed {r.seed}: {r.train}, evaluation {r.evaluation}"
+        if r.exit_code is not None:
+            line += f" (exit status {r.exit_code})"
+        lines.append(line)
+    for r in results:
+        if not r.ok and r.log_tail:
+            lines.append(f"--- {r.run_dir}: last lines of its log")
+            lines.extend("    " + s for s in r.log_tail.splitlines())
+    failed = sum(not r.ok for r in results)
+    lines.append(f"{len(results)} runs, {failed} failed")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- launchers
+
+
+def _log_header(args: Sequence[str]) -> str:
+    stamp = datetime.now().isoformat(timespec="seconds")
+    return f"\n=== robustsafe grid, {stamp}: python {shlex.join(args)}\n"
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"  # the log shows progress as it happens
+    return env
+
+
+class _LocalProcess:
+    def __init__(self, args: Sequence[str], log_path: Path) -> None:
+        self._log = open(log_path, "a")  # closed in poll() or stop()
+        try:
+            self._log.write(_log_header(args))
+            self._log.flush()
+            self._proc = subprocess.Popen(
+                [sys.executable, *args],
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=_child_env(),
+            )
+        except BaseException:
+            self._log.close()
+            raise
+
+    def poll(self) -> int | None:
+        rc = self._proc.poll()
+        if rc is not None:
+            self._log.close()
+        return rc
+
+    def stop(self) -> None:
+        """End this process (the grid was interrupted)."""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._log.close()
+
+
+class _LocalLauncher:
+    def start(self, args: Sequence[str], log_path: Path) -> _LocalProcess:
+        return _LocalProcess(args, log_path)
+
+
+def _ray_run_command(args: list[str], log_path: str, header: str) -> int:
+    """Body of a Ray task: run ``python ARGS`` with this worker's interpreter."""
+    with open(log_path, "a") as log:
+        log.write(header)
+        log.flush()
+        done = subprocess.run(
+            [sys.executable, *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_child_env(),
+        )
+    return done.returncode
+
+
+class _RayTask:
+    def __init__(self, ray: Any, ref: Any) -> None:
+        self._ray, self._ref = ray, ref
+
+    def poll(self) -> int | None:
+        ready, _ = self._ray.wait([self._ref], timeout=0)
+        if not ready:
+            return None
+        try:
+            return int(self._ray.get(self._ref))
+        except Exception:  # the task itself failed (worker died, ...)
+            return -1
+
+    def stop(self) -> None:
+        self._ray.cancel(self._ref, force=True)
+
+
+class _RayLauncher:
+    """Runs the same commands as Ray tasks (2 CPUs each) on a shared file system."""
+
+    def __init__(self) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise RuntimeError(
+                "backend='ray' needs Ray, which is not installed: pip install ray "
+                "(or use the default backend='local')"
+            ) from None
+        if not ray.is_initialized():
+            ray.init()  # connects to RAY_ADDRESS if set, else starts a local cluster
+        self._ray = ray
+        self._remote = ray.remote(num_cpus=2)(_ray_run_command)
+
+    def start(self, args: Sequence[str], log_path: Path) -> _RayTask:
+        ref = self._remote.remote(list(args), str(log_path), _log_header(args))
+        return _RayTask(self._ray, ref)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+@dataclass
+class _Job:
+    kind: Literal["train", "evaluate"]
+    index: int  # position in the plan
+    args: list[str]
+    log_path: Path
+    started: float = 0.0
+    log_offset: int = 0
+    handle: Any = None
+
+
+@dataclass
+class _State:
+    plan: PlannedRun
+    train: TrainStatus
+    evaluation: EvalStatus
+    epochs_done: int
+    exit_code: int | None = None
+    log_tail: str = ""
+    train_seconds: float | None = None
+    eval_seconds: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def result(self) -> RunResult:
+        p = self.plan
+        notes = [n for n in (p.note, *self.notes) if n]
+        return RunResult(
+            p.env_id,
+            p.mode,
+            p.seed,
+            p.run_dir,
+            p.action,
+            self.train,
+            self.evaluation,
+            self.epochs_done,
+            p.epochs_planned,
+            self.exit_code,
+            self.log_tail,
+            self.train_seconds,
+            self.eval_seconds,
+            "; ".join(notes),
+        )
+
+
+def _tail(path: Path, offset: int, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines written to ``path`` after byte ``offset``."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def run_grid(
+    spec: GridSpec,
+    log: Callable[[str], None] = print,
+    dry_run: bool = False,
+    poll_interval: float = 0.2,
+) -> list[RunResult]:
+    """Train, resume or skip every run of ``spec``, then evaluate every finished agent.
+
+    Returns one ``RunResult`` per (env, mode, seed), in grid order. A failed training or
+    evaluation is reported in its result (exit status, last lines of its log) and in
+    ``log``; the others go on. ``dry_run=True`` only plans (``train``/``evaluation``
+    ``pending`` where work would run). Raises ValueError, before any process starts, when
+    ``train_args`` are invalid or an environment with work to do cannot be created.
+    If interrupted (KeyboardInterrupt), the running processes are stopped; calling again
+    resumes where the grid stopped.
+    """
+    plan = plan_grid(spec)
+    check_envs(p.env_id for p in plan if p.action != "skip" or p.evaluate)
+    states = [
+        _State(
+            p,
+            "skipped" if p.action == "skip" else "pending",
+            "not-run" if not spec.evaluate else ("pending" if p.evaluate else "skipped"),
+            p.epochs_done,
+        )
+        for p in plan
+    ]
+    for p in plan:
+        what = f"{p.action} ({p.epochs_done}/{p.epochs_planned} epochs)"
+        ev = ", evaluate" if p.evaluate else ""
+        log(f"[grid] {p.env_id} {p.mode} seed {p.seed}: {what}{ev}")
+        if p.note:
+            log(f"[grid]   note: {p.note}")
+    if dry_run:
+        return [s.result() for s in states]
+
+    launcher: Any = _RayLauncher() if spec.backend == "ray" else _LocalLauncher()
+    pending: deque[_Job] = deque()
+    # Evaluations of already-finished runs first (quick, and they need no training).
+    for i, p in enumerate(plan):
+        if p.action == "skip" and p.evaluate:
+            pending.append(_eval_job(spec, i, p))
+    for i, p in enumerate(plan):
+        if p.action != "skip":
+            pending.append(_Job("train", i, train_command(spec, p), p.run_dir / "train.log"))
+    total = len(pending)
+    running: list[_Job] = []
+    n_started = 0
+
+    def describe(job: _Job) -> str:
+        p = plan[job.index]
+        return f"{job.kind} {p.env_id} {p.mode} seed {p.seed}"
+
+    def finish(job: _Job, rc: int) -> None:
+        nonlocal total
+        s = states[job.index]
+        p = plan[job.index]
+        seconds = time.monotonic() - job.started
+        if job.kind == "train":
+            s.train_seconds = seconds
+            if rc == 0:
+                s.epochs_done = _epochs_done(p.run_dir)
+                if s.epochs_done < p.epochs_planned:
+                    rc = -1
+                    s.notes.append(
+                        f"training exited normally but the run holds {s.epochs_done}"
+                        f"/{p.epochs_planned} epochs"
+                    )
+            if rc == 0:
+                s.train = "resumed" if p.action == "resume" else "trained"
+                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
+                if s.evaluation == "pending":
+                    pending.appendleft(_eval_job(spec, job.index, p))
+                    total += 1
+                return
+            s.train = "failed"
+            if s.evaluation == "pending":
+                s.evaluation = "not-run"
+        else:
+            s.eval_seconds = seconds
+            if rc == 0 and (p.run_dir / "eval.json").exists():
+                s.evaluation = "evaluated"
+                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
+                return
+            s.evaluation = "failed"
+        s.exit_code = rc
+        s.log_tail = _tail(job.log_path, job.log_offset)
+        log(f"[grid] FAILED {describe(job)} (exit status {rc}); last lines of {job.log_path}:")
+        for line in s.log_tail.splitlines():
+            log(f"[grid]   {line}")
+
+    try:
+        while pending or running:
+            while pending and len(running) < spec.workers:
+                job = pending.popleft()
+                n_started += 1
+                job.started = time.monotonic()
+                try:
+                    job.log_path.parent.mkdir(parents=True, exist_ok=True)
+                    job.log_offset = job.log_path.stat().st_size if job.log_path.exists() else 0
+                    job.handle = launcher.start(job.args, job.log_path)
+                except OSError as err:
+                    s = states[job.index]
+                    if job.kind == "train":
+                        s.train = "failed"
+                        s.evaluation = "not-run" if s.evaluation == "pending" else s.evaluation
+                    else:
+                        s.evaluation = "failed"
+                    s.log_tail = f"cannot start: {err}"
+                    log(f"[grid] FAILED {describe(job)}: cannot start: {err}")
+                    continue
+                log(f"[grid] [{n_started}/{total}] start {describe(job)} -> {job.log_path}")
+                running.append(job)
+            time.sleep(poll_interval)
+            for job in list(running):
+                rc = job.handle.poll()
+                if rc is not None:
+                    running.remove(job)
+                    finish(job, rc)
+    finally:
+        for job in running:  # interrupted: end what this grid started
+            job.handle.stop()
+    results = [s.result() for s in states]
+    failed = sum(not r.ok for r in results)
+    log(f"[grid] finished: {len(results)} runs, {failed} failed")
+    return results
+
+
+def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
+    """The evaluation of a run, at the epsilon of its own config.yaml."""
+    from robustsafe.train import load_run_config
+
+    try:
+        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
+    except (OSError, ValueError):
+        pass  # the evaluation will report the problem with the run
+    return _Job("evaluate", index, evaluate_command(spec, plan), plan.run_dir / "eval.log")
+
+
+def _epochs_done(run_dir: Path) -> int:
+    from robustsafe.train import run_status
+
+    try:
+        status = run_status(run_dir)
+    except Exception:
+        return 0
+    return status[0] if status is not None else 0
+
+
+def spec_to_dict(spec: GridSpec) -> dict[str, Any]:
+    """A JSON-friendly dict of a spec (for logs and manifests)."""
+    d = dataclasses.asdict(spec)
+    d["out"] = str(spec.out)
+    return d
