@@ -1,0 +1,158 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from robustsafe.agent import load_agent
+from robustsafe.cli import main
+from robustsafe.config import PPOLagConfig, TrainConfig
+from robustsafe.envs import VectorEnv
+from robustsafe.evaluate import evaluate_agent, parse_epsilons, run_episodes
+from robustsafe.fit_critics import fit_critics
+from robustsafe.train import train
+
+
+@pytest.fixture(scope="module")
+def toy_agent_dir(tmp_path_factory):
+    import conftest
+
+    cfg = TrainConfig(
+        env_id=conftest.TOY_ID,
+        epochs=2,
+        steps_per_epoch=80,
+        num_envs=4,
+        workers=0,
+        ppo=PPOLagConfig(hidden=(16, 16), actor_passes=2, critic_passes=2),
+    )
+    return train(cfg, tmp_path_factory.mktemp("agent") / "run", progress=False)
+
+
+def test_parse_epsilons():
+    assert parse_epsilons("0.05") == [0.05]
+    assert parse_epsilons("0.02,0.05") == [0.02, 0.05]
+    assert parse_epsilons("0:0.1:3") == pytest.approx([0.0, 0.05, 0.1])
+    for bad in ("x", "0:1", "0:1:1", "-0.1"):
+        with pytest.raises(ValueError):
+            parse_epsilons(bad)
+
+
+def test_attacked_episodes_are_paired_and_inside_the_ball(toy_agent_dir, toy_env_id):
+    agent = load_agent(toy_agent_dir)
+    starts = {}
+    seen = []
+
+    def spy(name, eps):
+        def attack(ag, obs, gen):
+            from robustsafe.attacks import make_attacker
+
+            out = make_attacker(name)(ag.actor, ag.critics, obs, eps, gen)
+            seen.append(float((out - obs).abs().max()))
+            return out
+
+        return attack
+
+    with VectorEnv(toy_env_id, 3, seed=0) as vec:
+        for name in ("none", "mc"):
+            obs_log = []
+            attack = None if name == "none" else spy(name, 0.3)
+            run_episodes(
+                agent,
+                vec,
+                5,
+                seed=4,
+                attack=attack,
+                generator=torch.Generator().manual_seed(0),
+                observations=obs_log,
+            )
+            starts[name] = obs_log[0]
+    np.testing.assert_array_equal(starts["none"], starts["mc"])
+    assert max(seen) <= 0.3 + 1e-6 and max(seen) > 0
+
+
+def test_evaluate_agent_runs_every_attacker(toy_agent_dir, toy_env_id):
+    agent = load_agent(toy_agent_dir)
+    with VectorEnv(toy_env_id, 2, seed=0) as vec:
+        results = evaluate_agent(
+            agent,
+            vec,
+            episodes=3,
+            attacks=["mc", "amad", "random", "minr", "mix:0.5"],
+            epsilons=[0.0, 0.5],
+        )
+    names = [(r.attack, r.epsilon) for r in results]
+    assert names[0] == ("none", 0.0)
+    assert ("mc", 0.5) in names and ("amad", 0.0) in names and len(names) == 11
+    natural = results[0]
+    for r in results:
+        assert len(r.episodes) == 3
+        if r.epsilon == 0.0:
+            assert r.episodes == natural.episodes
+    with VectorEnv(toy_env_id, 2, seed=0) as vec:
+        with pytest.raises(ValueError, match="normaliser"):
+            evaluate_agent(agent, vec, episodes=1, attacks=["mc"], attack_space="normalized")
+        with pytest.raises(ValueError, match="unknown attacker"):
+            evaluate_agent(agent, vec, episodes=1, attacks=["fgsm"])
+
+
+def test_cli_sweep_writes_figure_and_csv(toy_agent_dir, tmp_path):
+    out = tmp_path / "ev.json"
+    args = [
+        "evaluate",
+        "--run",
+        str(toy_agent_dir),
+        "--workers",
+        "0",
+        "--num-envs",
+        "2",
+        "--episodes",
+        "2",
+        "--attacks",
+        "none,random,mc",
+        "--eps",
+        "0:0.2:3",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    assert main(args) == 0
+    data = json.loads(out.read_text())
+    assert data["epsilon_space"] == "raw"
+    assert [(r["attack"], r["epsilon"]) for r in data["results"]][:2] == [
+        ("none", 0.0),
+        ("random", 0.0),
+    ]
+    assert (tmp_path / "ev_sweep.png").stat().st_size > 1000
+    assert len((tmp_path / "ev_sweep.csv").read_text().splitlines()) == 1 + 6
+    assert main(["evaluate", "--run", str(toy_agent_dir), "--attacks", "mc,nope"]) == 2
+
+
+def test_fit_critics_replaces_the_critics(toy_agent_dir, toy_env_id, tmp_path):
+    agent = load_agent(toy_agent_dir)
+    obs = torch.randn(8, agent.obs_dim)
+    act = agent.actor.mean_action(obs)
+    before = agent.critics.q_reward(obs, act).clone()
+    with VectorEnv(toy_env_id, 2, seed=0) as vec:
+        hist = fit_critics(agent, vec, steps=200, seed=1)
+    assert len(hist) == 5 and all(np.isfinite(h["loss_q_cost"]) for h in hist)
+    assert not torch.equal(agent.critics.q_reward(obs, act), before)
+    out = tmp_path / "fitted.pt"
+    assert (
+        main(
+            [
+                "fit-critics",
+                "--run",
+                str(toy_agent_dir),
+                "--steps",
+                "80",
+                "--workers",
+                "0",
+                "--num-envs",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert load_agent(out).epoch == agent.epoch
