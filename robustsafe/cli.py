@@ -7,9 +7,8 @@ import math
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from robustsafe.config import PRESETS, TrainConfig, from_dict, preset, to_dict
+from robustsafe.config import PRESETS, resolve
 
 
 class CLIError(Exception):
@@ -17,30 +16,6 @@ class CLIError(Exception):
 
 
 # ----------------------------------------------------------------------------- train
-
-
-def _apply_sets(cfg: TrainConfig, sets: list[str]) -> TrainConfig:
-    """Apply ``--set a.b=value`` overrides (values parsed as YAML scalars)."""
-    import yaml
-
-    data = to_dict(cfg)
-    for item in sets:
-        if "=" not in item:
-            raise CLIError(f"--set expects KEY=VALUE (for example ppo.actor_lr=1e-3), got {item!r}")
-        key, raw = item.split("=", 1)
-        node = data
-        parts = key.split(".")
-        for p in parts[:-1]:
-            if not isinstance(node.get(p), dict):
-                raise CLIError(f"--set {key}: {p!r} is not a settings group")
-            node = node[p]
-        if parts[-1] not in node:
-            raise CLIError(f"--set {key}: unknown setting; known here: {sorted(node)}")
-        node[parts[-1]] = yaml.safe_load(raw)
-    try:
-        return from_dict(TrainConfig, data)
-    except (ValueError, TypeError) as err:
-        raise CLIError(str(err)) from None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -51,27 +26,31 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.out
         else Path("runs") / args.env / f"{args.mode.replace(':', '')}-{args.preset}-seed{args.seed}"
     )
+    from robustsafe.train import load_run_config
+
     try:
-        cfg = preset(args.env, args.preset, mode=args.mode, seed=args.seed)
-    except ValueError as err:
-        raise CLIError(str(err)) from None
-    overrides: dict[str, Any] = {}
-    if args.workers is not None:
-        overrides["workers"] = args.workers
-    if args.num_envs is not None:
-        overrides["num_envs"] = args.num_envs
-    if args.obs_norm:
-        overrides["obs_normalization"] = True
-    try:
-        cfg = replace(cfg, **overrides)
-        cfg = _apply_sets(cfg, args.set or [])
-        if args.epochs is not None:
-            cfg = replace(cfg, epochs=args.epochs)
-        if args.total_steps is not None:
-            if args.total_steps < 1:
-                raise CLIError(f"--total-steps must be >= 1, got {args.total_steps}")
-            cfg = replace(cfg, epochs=max(1, math.ceil(args.total_steps / cfg.steps_per_epoch)))
-    except ValueError as err:
+        if args.resume:  # continue with the saved settings; only the length may change
+            if not (out / "state.pt").exists():
+                raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
+            cfg = load_run_config(out)
+            if args.epochs is not None:
+                cfg = replace(cfg, epochs=args.epochs)
+            elif args.total_steps is not None:
+                cfg = replace(cfg, epochs=max(1, math.ceil(args.total_steps / cfg.steps_per_epoch)))
+        else:
+            cfg = resolve(
+                args.env,
+                args.preset,
+                mode=args.mode,
+                seed=args.seed,
+                workers=args.workers,
+                num_envs=args.num_envs,
+                obs_norm=args.obs_norm,
+                sets=args.set or [],
+                epochs=args.epochs,
+                total_steps=args.total_steps,
+            )
+    except (ValueError, FileNotFoundError) as err:
         raise CLIError(str(err)) from None
     if not args.resume:
         from robustsafe.envs import make
@@ -231,6 +210,66 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- grid, table
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.grid import (
+        GridSpec,
+        format_plan,
+        format_results,
+        plan_grid,
+        run_grid,
+    )
+
+    train_args: list[str] = []
+    if args.epochs is not None:
+        train_args += ["--epochs", str(args.epochs)]
+    if args.total_steps is not None:
+        train_args += ["--total-steps", str(args.total_steps)]
+    for item in args.set or []:
+        train_args += ["--set", item]
+    try:
+        spec = GridSpec(
+            envs=args.envs,
+            modes=args.modes,
+            seeds=args.seeds,
+            preset=args.preset,
+            out=Path(args.out),
+            workers=args.workers,
+            attacks=args.attacks,
+            episodes=args.episodes,
+            eval_seed=args.eval_seed,
+            train_args=tuple(train_args),
+            eval_workers=args.eval_workers,
+            eval_num_envs=args.eval_num_envs,
+            evaluate=not args.no_eval,
+            backend=args.backend,
+        )
+        if args.dry_run:
+            print(format_plan(plan_grid(spec)))
+            return 0
+        results = run_grid(spec)
+    except (ValueError, RuntimeError) as err:
+        raise CLIError(str(err)) from None
+    print(format_results(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.table import collect_table, format_markdown, write_tables
+
+    runs = Path(args.runs_dir)
+    try:
+        table = collect_table(runs)
+        print(format_markdown(table))
+        paths = write_tables(runs, Path(args.out) if args.out else runs / "table", table=table)
+    except (FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 # ----------------------------------------------------------------------------- tabular
 
 
@@ -262,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--total-steps", type=int, help="environment steps (rounded up to epochs)")
     t.add_argument("--epochs", type=int, help="number of epochs (instead of --total-steps)")
-    t.add_argument("--out", help="run directory (default runs/ENV/PRESET-seedSEED)")
+    t.add_argument("--out", help="run directory (default runs/ENV/MODE-PRESET-seedSEED)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
     t.add_argument("--workers", type=int, help="env subprocesses (0: in-process)")
     t.add_argument("--num-envs", type=int, help="parallel environments")
@@ -312,6 +351,33 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--num-envs", type=int, default=20)
     f.add_argument("--workers", type=int, default=2)
     f.set_defaults(func=cmd_fit_critics)
+
+    g = sub.add_parser(
+        "grid", help="train and evaluate every (env, mode, seed) combination, resumably"
+    )
+    g.add_argument("--envs", required=True, help="comma-separated env ids")
+    g.add_argument("--modes", default="vanilla", help="comma-separated training modes")
+    g.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
+    g.add_argument("--preset", default="paper", choices=PRESETS)
+    g.add_argument("--out", default="runs/grid", help="root of the run directories")
+    g.add_argument("--workers", type=int, default=1, help="trainings at a time (1 on 2 cores)")
+    g.add_argument("--attacks", default="none,random,mad,amad,mc,mr")
+    g.add_argument("--episodes", type=int, default=50)
+    g.add_argument("--eval-seed", type=int, default=0)
+    g.add_argument("--eval-workers", type=int, default=2)
+    g.add_argument("--eval-num-envs", type=int, default=10)
+    g.add_argument("--no-eval", action="store_true", help="train only")
+    g.add_argument("--backend", default="local", choices=("local", "ray"))
+    g.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    g.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
+    g.add_argument("--total-steps", type=int, help="env steps per run")
+    g.add_argument("--set", action="append", metavar="KEY=VALUE", help="setting override")
+    g.set_defaults(func=cmd_grid)
+
+    tb = sub.add_parser("table", help="the paper's Table 1 from a directory of evaluations")
+    tb.add_argument("runs_dir", help="directory searched for eval.json files")
+    tb.add_argument("--out", help="output prefix (default RUNS_DIR/table): .md, .csv, .tex")
+    tb.set_defaults(func=cmd_table)
 
     tab = sub.add_parser("tabular", help="the exact finite-CMDP toolkit")
     tab_sub = tab.add_subparsers(dest="tabular_command", required=True)

@@ -19,6 +19,7 @@ Two presets per task:
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field, fields, replace
@@ -336,3 +337,62 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
     if hint in (int, str, bool) and not isinstance(value, hint):
         raise ValueError(f"{where} must be {hint.__name__}, got {value!r}")
     return value
+
+
+def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConfig:
+    """Apply ``KEY=VALUE`` overrides (``ppo.actor_lr=1e-3``; values read as YAML scalars)."""
+    import yaml
+
+    data = to_dict(cfg)
+    for item in sets:
+        if "=" not in item:
+            raise ValueError(
+                f"--set expects KEY=VALUE (for example ppo.actor_lr=1e-3), got {item!r}"
+            )
+        key, raw = item.split("=", 1)
+        node = data
+        parts = key.split(".")
+        for p in parts[:-1]:
+            if not isinstance(node.get(p), dict):
+                raise ValueError(f"--set {key}: {p!r} is not a settings group")
+            node = node[p]
+        if parts[-1] not in node:
+            raise ValueError(f"--set {key}: unknown setting; known here: {sorted(node)}")
+        node[parts[-1]] = yaml.safe_load(raw)
+    try:
+        return from_dict(TrainConfig, data)
+    except TypeError as err:
+        raise ValueError(str(err)) from None
+
+
+def resolve(
+    env_id: str,
+    preset_name: str = "paper",
+    mode: str = "vanilla",
+    seed: int = 0,
+    workers: int | None = None,
+    num_envs: int | None = None,
+    obs_norm: bool = False,
+    sets: list[str] | tuple[str, ...] = (),
+    epochs: int | None = None,
+    total_steps: int | None = None,
+) -> TrainConfig:
+    """The settings of ``robustsafe train``: the preset, then the workers / envs / normaliser
+    options, then ``--set`` overrides, then the run length. Raises ValueError."""
+    cfg = preset(env_id, preset_name, mode=mode, seed=seed)
+    overrides: dict[str, Any] = {}
+    if workers is not None:
+        overrides["workers"] = workers
+    if num_envs is not None:
+        overrides["num_envs"] = num_envs
+    if obs_norm:
+        overrides["obs_normalization"] = True
+    cfg = replace(cfg, **overrides) if overrides else cfg
+    cfg = apply_sets(cfg, sets)
+    if epochs is not None:
+        cfg = replace(cfg, epochs=epochs)
+    if total_steps is not None:
+        if total_steps < 1:
+            raise ValueError(f"--total-steps must be >= 1, got {total_steps}")
+        cfg = replace(cfg, epochs=max(1, math.ceil(total_steps / cfg.steps_per_epoch)))
+    return cfg

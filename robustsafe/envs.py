@@ -139,7 +139,7 @@ def _gym_make(env_id: str, **kwargs: Any) -> gym.Env:
     try:
         with _real_std_streams():
             return gym.make(env_id, disable_env_checker=True, **kwargs)
-    except gym.error.Error as err:
+    except (gym.error.Error, ImportError) as err:
         raise ValueError(
             f"unknown environment id {env_id!r} ({err}). Bullet-Safety-Gym ids: "
             f"{', '.join(BULLET_IDS)}; any other registered gymnasium id that reports a "

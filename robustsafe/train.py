@@ -18,6 +18,7 @@ parameters as an uninterrupted run.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import time
 from dataclasses import replace
@@ -118,6 +119,11 @@ def run_status(run_dir: Path) -> tuple[int, int] | None:
     if not state.exists():
         return None
     cfg = load_run_config(run_dir)
+    status = run_dir / "status.json"
+    if status.exists():  # written right after state.pt: cheap to read
+        data = json.loads(status.read_text())
+        if data.get("state_mtime_ns") == state.stat().st_mtime_ns:
+            return int(data["epoch"]), cfg.epochs
     data = torch.load(state, map_location="cpu", weights_only=False)
     return int(data["epoch"]), cfg.epochs
 
@@ -170,9 +176,8 @@ def train(
         if not state_path.exists():
             raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
         saved = load_run_config(out)
-        if cfg.epochs != saved.epochs:  # the only setting a resume may change: the length
-            saved = replace(saved, epochs=cfg.epochs)
-        cfg = saved
+        # The saved settings win; the only one a resume may change is the length.
+        cfg = replace(saved, epochs=cfg.epochs)
     elif state_path.exists():
         raise FileExistsError(
             f"{out} already holds a run; pass --resume to continue it or choose another --out"
@@ -307,6 +312,17 @@ def train(
                     "np_rng": np_rng.bit_generator.state,
                 },
                 state_path,
+            )
+            write_text_atomic(
+                out / "status.json",
+                json.dumps(
+                    {
+                        "epoch": epoch,
+                        "epochs": cfg.epochs,
+                        "env_steps": env_steps,
+                        "state_mtime_ns": state_path.stat().st_mtime_ns,
+                    }
+                ),
             )
             if bar is not None:
                 bar.update(flat)

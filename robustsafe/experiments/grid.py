@@ -38,9 +38,9 @@ Example::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
+import numbers
 import os
 import shlex
 import subprocess
@@ -53,7 +53,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from robustsafe.config import PRESETS, TrainConfig, check_mode, preset, to_dict
+from robustsafe.config import PRESETS, TrainConfig, check_mode, resolve, to_dict
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
 BACKENDS = ("local", "ray")
@@ -91,9 +91,11 @@ def _as_tuple(value: Any, name: str, item_type: type) -> tuple:
         items = list(value)
     else:
         raise ValueError(f"{name} must be a sequence, got {value!r}")
-    for v in items:
-        if item_type is int and (isinstance(v, bool) or not isinstance(v, int)):
-            raise ValueError(f"{name} must be integers, got {v!r}")
+    for k, v in enumerate(items):
+        if item_type is int:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise ValueError(f"{name} must be integers, got {v!r}")
+            items[k] = int(v)
         if item_type is str and (not isinstance(v, str) or not v.strip()):
             raise ValueError(f"{name} must be non-empty strings, got {v!r}")
     dupes = sorted({str(v) for v in items if items.count(v) > 1})
@@ -268,31 +270,22 @@ def resolve_train_config(spec: GridSpec, env_id: str, mode: str, seed: int) -> T
     Mirrors the train command: the preset, then ``--workers`` / ``--num-envs`` /
     ``--obs-norm``, then ``--set``, then ``--epochs`` / ``--total-steps``. Raises ValueError.
     """
-    from robustsafe.cli import CLIError, _apply_sets
-
     a = parse_train_args(spec.train_args)
-    cfg = preset(env_id, spec.preset, mode=mode, seed=seed)
-    overrides: dict[str, Any] = {}
-    if a.workers is not None:
-        overrides["workers"] = a.workers
-    if a.num_envs is not None:
-        overrides["num_envs"] = a.num_envs
-    if a.obs_norm:
-        overrides["obs_normalization"] = True
     try:
-        cfg = replace(cfg, **overrides)
-        cfg = _apply_sets(cfg, list(a.sets))
-        if a.epochs is not None:
-            cfg = replace(cfg, epochs=a.epochs)
-        if a.total_steps is not None:
-            if a.total_steps < 1:
-                raise ValueError(f"--total-steps must be >= 1, got {a.total_steps}")
-            cfg = replace(cfg, epochs=max(1, math.ceil(a.total_steps / cfg.steps_per_epoch)))
-    except CLIError as err:
-        raise ValueError(f"train_args: {err}") from None
+        return resolve(
+            env_id,
+            spec.preset,
+            mode=mode,
+            seed=seed,
+            workers=a.workers,
+            num_envs=a.num_envs,
+            obs_norm=a.obs_norm,
+            sets=list(a.sets),
+            epochs=a.epochs,
+            total_steps=a.total_steps,
+        )
     except ValueError as err:
         raise ValueError(f"train_args: {err}") from None
-    return cfg
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -597,8 +590,9 @@ class _LocalLauncher:
         return _LocalProcess(args, log_path)
 
 
-def _ray_run_command(args: list[str], log_path: str, header: str) -> int:
-    """Body of a Ray task: run ``python ARGS`` with this worker's interpreter."""
+def _ray_run_command(args: list[str], log_path: str, header: str, cwd: str) -> int:
+    """Body of a Ray task: run ``python ARGS`` with this worker's interpreter, in the
+    driver's working directory when this machine has it (a shared file system)."""
     with open(log_path, "a") as log:
         log.write(header)
         log.flush()
@@ -608,6 +602,7 @@ def _ray_run_command(args: list[str], log_path: str, header: str) -> int:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=_child_env(),
+            cwd=cwd if os.path.isdir(cwd) else None,
         )
     return done.returncode
 
@@ -646,7 +641,7 @@ class _RayLauncher:
         self._remote = ray.remote(num_cpus=2)(_ray_run_command)
 
     def start(self, args: Sequence[str], log_path: Path) -> _RayTask:
-        ref = self._remote.remote(list(args), str(log_path), _log_header(args))
+        ref = self._remote.remote(list(args), str(log_path), _log_header(args), os.getcwd())
         return _RayTask(self._ray, ref)
 
 
@@ -724,6 +719,8 @@ def run_grid(
     If interrupted (KeyboardInterrupt), the running processes are stopped; calling again
     resumes where the grid stopped.
     """
+    if spec.backend == "ray" and not dry_run:
+        spec = replace(spec, out=spec.out.resolve())  # Ray workers have another cwd
     plan = plan_grid(spec)
     check_envs(p.env_id for p in plan if p.action != "skip" or p.evaluate)
     states = [
@@ -745,6 +742,21 @@ def run_grid(
         return [s.result() for s in states]
 
     launcher: Any = _RayLauncher() if spec.backend == "ray" else _LocalLauncher()
+    with _GridLock(spec.out):
+        results = _execute(spec, plan, states, launcher, log, poll_interval)
+    failed = sum(not r.ok for r in results)
+    log(f"[grid] finished: {len(results)} runs, {failed} failed")
+    return results
+
+
+def _execute(
+    spec: GridSpec,
+    plan: list[PlannedRun],
+    states: list[_State],
+    launcher: Any,
+    log: Callable[[str], None],
+    poll_interval: float,
+) -> list[RunResult]:
     pending: deque[_Job] = deque()
     # Evaluations of already-finished runs first (quick, and they need no training).
     for i, p in enumerate(plan):
@@ -768,15 +780,14 @@ def run_grid(
         seconds = time.monotonic() - job.started
         if job.kind == "train":
             s.train_seconds = seconds
-            if rc == 0:
-                s.epochs_done = _epochs_done(p.run_dir)
-                if s.epochs_done < p.epochs_planned:
-                    rc = -1
-                    s.notes.append(
-                        f"training exited normally but the run holds {s.epochs_done}"
-                        f"/{p.epochs_planned} epochs"
-                    )
-            if rc == 0:
+            s.epochs_done = _epochs_done(p.run_dir)  # a crash may leave some epochs saved
+            complete = s.epochs_done >= p.epochs_planned
+            if rc == 0 and not complete:
+                s.notes.append(
+                    f"training exited normally but the run holds {s.epochs_done}"
+                    f"/{p.epochs_planned} epochs"
+                )
+            if rc == 0 and complete:
                 s.train = "resumed" if p.action == "resume" else "trained"
                 log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
                 if s.evaluation == "pending":
@@ -830,10 +841,55 @@ def run_grid(
     finally:
         for job in running:  # interrupted: end what this grid started
             job.handle.stop()
-    results = [s.result() for s in states]
-    failed = sum(not r.ok for r in results)
-    log(f"[grid] finished: {len(results)} runs, {failed} failed")
-    return results
+    return [s.result() for s in states]
+
+
+class _GridLock:
+    """``<out>/.grid.lock`` holding this process's id, so that two grids never train the same
+    run directory at once. A lock left by a process that no longer runs (on this machine) is
+    taken over."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = Path(out) / ".grid.lock"
+
+    def __enter__(self) -> _GridLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                owner = self._owner()
+                if owner is not None and _process_exists(owner):
+                    raise RuntimeError(
+                        f"another grid (process {owner}) is running in {self.path.parent}; "
+                        f"wait for it to end (or, if it is gone, delete {self.path})"
+                    ) from None
+                self.path.unlink(missing_ok=True)  # stale
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            return self
+        raise RuntimeError(f"cannot take the grid lock {self.path}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._owner() == os.getpid():
+            self.path.unlink(missing_ok=True)
+
+    def _owner(self) -> int | None:
+        try:
+            return int(self.path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
 
 
 def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
@@ -855,10 +911,3 @@ def _epochs_done(run_dir: Path) -> int:
     except Exception:
         return 0
     return status[0] if status is not None else 0
-
-
-def spec_to_dict(spec: GridSpec) -> dict[str, Any]:
-    """A JSON-friendly dict of a spec (for logs and manifests)."""
-    d = dataclasses.asdict(spec)
-    d["out"] = str(spec.out)
-    return d

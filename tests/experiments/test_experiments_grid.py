@@ -1,0 +1,263 @@
+"""The grid runner, on a tiny toy environment that subprocesses import by "module:EnvId"."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from robustsafe.experiments.grid import (
+    GridSpec,
+    evaluation_is_current,
+    format_plan,
+    format_results,
+    parse_train_args,
+    plan_grid,
+    run_grid,
+)
+from robustsafe.experiments.table import format_csv, write_tables
+from robustsafe.train import load_run_config, run_status
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOY = "tests.experiments.toy_env:RobustSafeGridToy-v0"
+CRASH = "tests.experiments.toy_env:RobustSafeGridToyCrash-v0"
+TINY = (
+    "--set steps_per_epoch=40 --set num_envs=2 --set workers=0 --set ppo.hidden=[8,8] "
+    "--set ppo.actor_passes=1 --set ppo.critic_passes=1 --set ppo.minibatch_size=null"
+).split()
+
+
+class FakeRay:
+    """Just enough of ``ray`` for the grid: tasks run at once, in this process."""
+
+    def __init__(self) -> None:
+        self.initialized = False
+        self.num_cpus = None
+        self.calls: list[tuple] = []
+
+    def is_initialized(self) -> bool:
+        return self.initialized
+
+    def init(self) -> None:
+        self.initialized = True
+
+    def remote(self, num_cpus):
+        self.num_cpus = num_cpus
+        outer = self
+
+        def wrap(fn):
+            class Remote:
+                def remote(self, *args):
+                    outer.calls.append(args)
+                    return fn(*args)  # the "object ref" is the result
+
+            return Remote()
+
+        return wrap
+
+    def wait(self, refs, timeout):
+        return list(refs), []
+
+    def get(self, ref):
+        return ref
+
+    def cancel(self, ref, force=False):
+        pass
+
+
+@pytest.fixture
+def importable_toy(monkeypatch):
+    """Make ``tests.experiments.toy_env`` importable here and in the grid's subprocesses."""
+    monkeypatch.syspath_prepend(str(REPO_ROOT))
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT) + (os.pathsep + path if path else ""))
+    monkeypatch.chdir(REPO_ROOT)
+
+
+def tiny_spec(out: Path, epochs: int, **kw) -> GridSpec:
+    base = dict(
+        envs=(TOY,),
+        modes=("vanilla",),
+        seeds=(0,),
+        preset="fast",
+        out=out,
+        train_args=("--epochs", str(epochs), *TINY),
+        episodes=2,
+        eval_workers=0,
+        eval_num_envs=2,
+    )
+    base.update(kw)
+    return GridSpec(**base)
+
+
+def test_spec_validation(tmp_path):
+    ok = GridSpec(envs="A-v0,B-v0", modes="vanilla,adv-mix:0.5", seeds="0,3", out=tmp_path)
+    assert ok.envs == ("A-v0", "B-v0") and ok.seeds == (0, 3)
+    assert ok.run_dir("B-v0", "adv-mix:0.5", 3) == tmp_path / "B-v0" / "adv-mix0.5" / "seed3"
+    assert ok.run_dir(TOY, "vanilla", 0) == tmp_path / "RobustSafeGridToy-v0" / "vanilla" / "seed0"
+    assert ok.attacks == ("none", "random", "mad", "amad", "mc", "mr") and ok.episodes == 50
+    assert ok.workers == 1
+    bad = [
+        (dict(modes=("adv-foo",)), "unknown training mode"),
+        (dict(modes=("adv-mix:2",)), "unknown training mode"),
+        (dict(seeds=(-1,)), "non-negative"),
+        (dict(seeds=(1.5,)), "integers"),
+        (dict(seeds="0,x"), "integers"),
+        (dict(seeds=(True,)), "integers"),
+        (dict(seeds=(0, 0)), "more than once"),
+        (dict(seeds=()), "must not be empty"),
+        (dict(preset="slow"), "unknown preset"),
+        (dict(workers=0), "workers"),
+        (dict(episodes=0), "episodes"),
+        (dict(attacks=("none", "foo")), "unknown attacker"),
+        (dict(backend="dask"), "unknown backend"),
+        (dict(train_args=("--out", "x")), "the grid sets"),
+        (dict(train_args=("--resume",)), "the grid sets"),
+        (dict(train_args=("--lr", "1")), "unsupported --lr"),
+        (dict(train_args=("--epochs", "x")), "invalid int"),
+        (dict(envs=("a.b:Toy-v0", "c.d:Toy-v0")), "share the run directory"),
+    ]
+    for kwargs, message in bad:
+        args = dict(envs=("A-v0",), out=tmp_path)
+        args.update(kwargs)
+        with pytest.raises(ValueError, match=message):
+            GridSpec(**args)
+    a = parse_train_args(["--epochs", "3", "--set", "a=1", "--set=b=2", "--obs-norm"])
+    assert (a.epochs, a.sets, a.obs_norm) == (3, ("a=1", "b=2"), True)
+
+
+def test_bad_settings_and_envs_fail_before_anything_starts(tmp_path, importable_toy):
+    # --set values are resolved like `robustsafe train` does: one clear error, no processes
+    for sets, message in (("ppo.nope=1", "unknown setting"), ("ppo.actor_lr=-1", "actor_lr")):
+        spec = tiny_spec(tmp_path, 1, train_args=("--set", sets))
+        with pytest.raises(ValueError, match=message):
+            run_grid(spec, log=lambda s: None)
+    with pytest.raises(ValueError, match="NoSuchEnv-v0"):
+        run_grid(tiny_spec(tmp_path, 1, envs=("NoSuchEnv-v0",)), log=lambda s: None)
+    with pytest.raises(ValueError, match="no_such_module"):
+        run_grid(tiny_spec(tmp_path, 1, envs=("no_such_module:Toy-v0",)), log=lambda s: None)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed")
+def test_ray_backend_without_ray_says_how_to_install_it(tmp_path, importable_toy):
+    spec = tiny_spec(tmp_path, 1, backend="ray")
+    assert run_grid(spec, log=lambda s: None, dry_run=True)[0].train == "pending"
+    with pytest.raises(RuntimeError, match="pip install ray"):
+        run_grid(spec, log=lambda s: None)
+
+
+def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, importable_toy):
+    out = tmp_path / "grid"
+    logged: list[str] = []
+
+    # 1. one epoch, train only; the crashing env comes first and must not stop the other run
+    first = run_grid(tiny_spec(out, 1, envs=(CRASH, TOY), evaluate=False), log=logged.append)
+    crash, toy = first
+    assert (crash.env_id, crash.train, crash.evaluation) == (CRASH, "failed", "not-run")
+    assert crash.exit_code not in (None, 0) and "crashed on purpose" in crash.log_tail
+    assert "RuntimeError" in crash.log_tail and not crash.ok
+    assert "crashed on purpose" in (crash.run_dir / "train.log").read_text()
+    assert any("FAILED" in line for line in logged)
+    assert "crashed on purpose" in format_results(first)
+    assert (toy.train, toy.evaluation, toy.epochs_done, toy.epochs_planned) == (
+        "trained",
+        "not-run",
+        1,
+        1,
+    )
+    assert run_status(toy.run_dir) == (1, 1) and not (toy.run_dir / "eval.json").exists()
+
+    # 2. ask for two epochs and a second mode: the plan (dry run changes nothing)
+    spec = tiny_spec(out, 2, modes=("vanilla", "adv-mc"), workers=2)
+    plan = plan_grid(spec)
+    assert [(p.mode, p.action, p.epochs_done, p.epochs_planned) for p in plan] == [
+        ("vanilla", "resume", 1, 2),
+        ("adv-mc", "train", 0, 2),
+    ]
+    assert all(p.evaluate and p.epsilon == 0.05 for p in plan)
+    assert "1 to train, 1 to resume" in format_plan(plan)
+    dry = run_grid(spec, log=lambda s: None, dry_run=True)
+    assert [(r.action, r.train, r.evaluation) for r in dry] == [
+        ("resume", "pending", "pending"),
+        ("train", "pending", "pending"),
+    ]
+    assert not (out / "RobustSafeGridToy-v0" / "adv-mc").exists()
+
+    # 3. run it: vanilla resumed to 2 epochs, adv-mc trained, both evaluated (2 at a time)
+    second = run_grid(spec, log=lambda s: None)
+    assert [(r.mode, r.train, r.evaluation, r.epochs_done) for r in second] == [
+        ("vanilla", "resumed", "evaluated", 2),
+        ("adv-mc", "trained", "evaluated", 2),
+    ]
+    for r in second:
+        assert run_status(r.run_dir) == (2, 2)
+        with (r.run_dir / "metrics.csv").open() as f:
+            assert [int(x["epoch"]) for x in csv.DictReader(f)] == [1, 2]
+        data = json.loads((r.run_dir / "eval.json").read_text())
+        assert [x["attack"] for x in data["results"]] == list(spec.attacks)
+        eps = load_run_config(r.run_dir).robust.epsilon
+        assert {x["epsilon"] for x in data["results"][1:]} == {eps}
+        assert data["episodes"] == 2 and data["train_mode"] == r.mode
+        assert evaluation_is_current(r.run_dir, spec, eps)
+    assert (second[0].run_dir / "train.log").read_text().count("=== robustsafe grid") == 2
+
+    # 4. again: nothing to do
+    logged.clear()
+    third = run_grid(spec, log=logged.append)
+    assert [(r.train, r.evaluation) for r in third] == [("skipped", "skipped")] * 2
+    assert not any("start" in line for line in logged)
+
+    # a different evaluation, or a newer agent, makes the evaluation stale (plan only)
+    more = dataclasses.replace(spec, episodes=3)
+    assert [p.evaluate for p in plan_grid(more)] == [True, True]
+    fewer = dataclasses.replace(spec, attacks=("none", "mc"))
+    assert [p.evaluate for p in plan_grid(fewer)] == [True, True]
+    agent = second[1].run_dir / "agent.pt"
+    newer = (second[1].run_dir / "eval.json").stat().st_mtime_ns + 10**9
+    os.utime(agent, ns=(newer, newer))
+    assert [(p.action, p.evaluate) for p in plan_grid(spec)] == [
+        ("skip", False),
+        ("skip", True),
+    ]
+    # the Ray backend runs the same commands as tasks (a stand-in for ray here)
+    fake = FakeRay()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "ray", fake)
+        via_ray = run_grid(dataclasses.replace(spec, backend="ray"), log=lambda s: None)
+    assert [(r.train, r.evaluation) for r in via_ray] == [
+        ("skipped", "skipped"),
+        ("skipped", "evaluated"),
+    ]
+    assert fake.num_cpus == 2 and len(fake.calls) == 1
+    args, log_path, header, cwd = fake.calls[0]
+    assert args[:3] == ["-m", "robustsafe.cli", "evaluate"] and "--eps" in args
+    assert Path(log_path).is_absolute() and "robustsafe.cli evaluate" in header
+    assert cwd == os.getcwd()
+    assert [p.evaluate for p in plan_grid(spec)] == [False, False]
+
+    # two grids never work in one directory at once; a stale lock is taken over
+    lock = out / ".grid.lock"
+    lock.write_text(str(os.getpid()))
+    with pytest.raises(RuntimeError, match="another grid"):
+        run_grid(spec, log=lambda s: None)
+    lock.write_text("999999999")  # no such process
+    assert [r.train for r in run_grid(spec, log=lambda s: None)] == ["skipped"] * 2
+    assert not lock.exists()
+
+    # a run holding other settings than the grid's is noted
+    changed = dataclasses.replace(spec, train_args=(*spec.train_args, "--set", "ppo.actor_lr=1"))
+    assert all("ppo.actor_lr" in p.note for p in plan_grid(changed))
+
+    # 5. the table of the grid's directory has both methods
+    paths = write_tables(out, tmp_path / "table")
+    md = paths[0].read_text()
+    assert "PPOL-vanilla" in md and "ADV-PPOL(MC)" in md
+    methods = {x.split(",")[1] for x in format_csv(out).splitlines()[1:]}
+    assert methods == {"PPOL-vanilla", "ADV-PPOL(MC)"}

@@ -1,0 +1,289 @@
+"""The results table from synthetic eval.json files (no training)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from robustsafe.experiments.table import (
+    CSV_FIELDS,
+    collect_table,
+    format_csv,
+    format_latex,
+    format_markdown,
+    method_name,
+    write_tables,
+)
+
+ENV = "SafetyCarRun-v0"
+ATTACKS = ("none", "random", "mad", "amad", "mc", "mr")
+
+
+def write_eval(
+    root: Path,
+    mode: str,
+    seed: int,
+    results: dict[str, list[tuple[float, float]]],
+    env: str = ENV,
+    eps: float = 0.05,
+    name: str = "eval.json",
+) -> Path:
+    """An eval.json like ``robustsafe evaluate`` writes (summary fields are not used)."""
+    path = root / env / mode.replace(":", "") / f"seed{seed}" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = [
+        {
+            "attack": attack,
+            "epsilon": 0.0 if attack == "none" else eps,
+            "episodes": [{"reward": r, "cost": c, "length": 10} for r, c in eps_],
+        }
+        for attack, eps_ in results.items()
+    ]
+    payload = {
+        "agent": str(path.parent),
+        "env_id": env,
+        "agent_epoch": 3,
+        "train_mode": mode,
+        "train_seed": seed,
+        "train_preset": "fast",
+        "episodes": 2,
+        "seed": 0,
+        "epsilon_space": "raw",
+        "results": entries,
+    }
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def uniform(reward: float, cost: float, n: int = 2) -> dict[str, list[tuple[float, float]]]:
+    """Every attacker with n identical episodes."""
+    return {a: [(reward, cost)] * n for a in ATTACKS}
+
+
+def row(table, mode, env=ENV):
+    return next(r for r in table.rows if r.mode == mode and r.env_id == env)
+
+
+def test_pools_all_episodes_of_all_seeds(tmp_path):
+    seed0 = uniform(100.0, 1.0)
+    seed0["none"] = [(10.0, 0.0), (20.0, 2.0)]
+    seed0["mc"] = [(1.0, 10.0)]
+    seed1 = uniform(100.0, 1.0)
+    seed1["none"] = [(30.0, 4.0)]
+    seed1["mc"] = [(3.0, 20.0), (5.0, 30.0)]
+    write_eval(tmp_path, "vanilla", 0, seed0)
+    write_eval(tmp_path, "vanilla", 1, seed1)
+    table = collect_table(tmp_path)
+    r = row(table, "vanilla")
+    assert r.seeds == (0, 1) and r.epsilon == 0.05
+    nat = r.cells["none"]
+    # rewards 10, 20, 30: mean 20, population std sqrt(200 / 3); costs 0, 2, 4
+    assert nat.reward_mean == pytest.approx(20.0)
+    assert nat.reward_std == pytest.approx(math.sqrt(200 / 3))
+    assert nat.cost_mean == pytest.approx(2.0)
+    assert nat.cost_std == pytest.approx(math.sqrt(8 / 3))
+    assert (nat.n_episodes, nat.n_seeds) == (3, 2)
+    mc = r.cells["mc"]  # rewards 1, 3, 5; costs 10, 20, 30
+    assert mc.reward_mean == pytest.approx(3.0)
+    assert mc.reward_std == pytest.approx(math.sqrt(8 / 3))
+    assert mc.cost_mean == pytest.approx(20.0)
+    assert mc.cost_std == pytest.approx(math.sqrt(200 / 3))
+    # Average pools the five attackers' episodes: 4 x (2 + 2) at (100, 1) and the 3 MC ones
+    avg = r.cells["average"]
+    rewards = [100.0] * 16 + [1.0, 3.0, 5.0]
+    costs = [1.0] * 16 + [10.0, 20.0, 30.0]
+    mean_r = sum(rewards) / 19
+    assert avg.n_episodes == 19 and avg.n_seeds == 2
+    assert avg.reward_mean == pytest.approx(mean_r)
+    assert avg.reward_std == pytest.approx(math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / 19))
+    assert avg.cost_mean == pytest.approx(sum(costs) / 19)
+
+
+def test_marks_the_two_lowest_costs_per_column_ties_to_higher_reward(tmp_path):
+    write_eval(tmp_path, "vanilla", 0, uniform(100.0, 8.0))
+    write_eval(tmp_path, "random", 0, uniform(90.0, 3.0))
+    write_eval(tmp_path, "adv-mc", 0, uniform(80.0, 0.001))  # shows as 0.00 ...
+    write_eval(tmp_path, "adv-mr", 0, uniform(85.0, 0.004))  # ... so does this: tie
+    sa = uniform(95.0, 0.0)
+    sa["mc"] = [(95.0, 50.0)] * 2  # sa-mc: lowest cost everywhere except under MC
+    write_eval(tmp_path, "sa-mc", 0, sa)
+    table = collect_table(tmp_path)
+
+    def marked(column):
+        return {r.mode for r in table.rows if r.cells[column].marked}
+
+    # costs 0.0 (reward 95), 0.00 (85), 0.00 (80): the tie on the displayed cost goes to reward
+    assert marked("none") == {"sa-mc", "adv-mr"}
+    assert marked("mc") == {"adv-mr", "adv-mc"}
+    assert marked("average") == {"adv-mr", "adv-mc"}  # sa-mc averages 10.0
+    assert [r.method for r in table.rows] == [
+        "PPOL-vanilla",
+        "PPOL-random",
+        "SA-PPOL(MC)",
+        "ADV-PPOL(MC)",
+        "ADV-PPOL(MR)",
+    ]
+
+
+def test_failing_agents_are_starred_and_never_marked(tmp_path):
+    write_eval(tmp_path, "vanilla", 0, uniform(100.0, 5.0))
+    write_eval(tmp_path, "sa-mr", 0, uniform(29.0, 0.0))  # < 30% of 100: failing
+    write_eval(tmp_path, "sa-mc", 0, uniform(31.0, 1.0))  # >= 30%: not failing
+    write_eval(tmp_path, "adv-mc", 0, uniform(90.0, 2.0))
+    table = collect_table(tmp_path)
+    assert row(table, "sa-mr").failing and row(table, "sa-mr").label == "SA-PPOL(MR)*"
+    assert not row(table, "sa-mc").failing and not row(table, "vanilla").failing
+    for column in ("none", "mc", "average"):
+        assert {r.mode for r in table.rows if r.cells[column].marked} == {"sa-mc", "adv-mc"}
+    md = format_markdown(table)
+    assert "| SA-PPOL(MR)* |" in md and "| SA-PPOL(MC) |" in md
+    lines = list(csv.DictReader(io.StringIO(format_csv(table))))
+    assert {x["failing"] for x in lines if x["method"] == "SA-PPOL(MR)"} == {"true"}
+    assert {x["marked"] for x in lines if x["method"] == "SA-PPOL(MR)"} == {"false"}
+
+
+def test_without_vanilla_no_agent_fails(tmp_path):
+    write_eval(tmp_path, "adv-mc", 0, uniform(100.0, 1.0))
+    write_eval(tmp_path, "sa-mr", 0, uniform(1.0, 0.0))
+    table = collect_table(tmp_path)
+    assert not any(r.failing for r in table.rows)
+    assert any("no PPOL-vanilla" in n and ENV in n for n in table.notes)
+    assert "no PPOL-vanilla" in format_markdown(table)
+    # both agents are among the two lowest costs
+    assert all(r.cells["none"].marked for r in table.rows)
+
+
+def test_missing_attackers_show_a_dash(tmp_path):
+    write_eval(tmp_path, "vanilla", 0, uniform(100.0, 5.0))
+    partial = uniform(90.0, 1.0)
+    del partial["mr"]
+    write_eval(tmp_path, "adv-mc", 0, uniform(90.0, 1.0))
+    write_eval(tmp_path, "adv-mc", 1, partial)  # seed 1 lacks MR
+    no_amad = uniform(80.0, 2.0)
+    del no_amad["amad"]
+    write_eval(tmp_path, "adv-mr", 0, no_amad)  # nobody evaluated AMAD
+    table = collect_table(tmp_path)
+    adv_mc, adv_mr = row(table, "adv-mc"), row(table, "adv-mr")
+    assert adv_mc.cells["mr"].n_seeds == 1 and adv_mc.cells["mr"].n_episodes == 2
+    assert adv_mc.cells["none"].n_seeds == 2
+    # Average: only seed 0 has all five attackers
+    assert (adv_mc.cells["average"].n_seeds, adv_mc.cells["average"].n_episodes) == (1, 10)
+    assert any("ADV-PPOL(MC)" in n and "MR: 2 episodes of 1 seed" in n for n in table.notes)
+    assert any("ADV-PPOL(MC)" in n and "Average: 1 of the 2 seeds" in n for n in table.notes)
+    assert adv_mr.cells["amad"] is None and adv_mr.cells["average"] is None
+    md_line = next(x for x in format_markdown(table).splitlines() if "ADV-PPOL(MR)" in x)
+    cells = [c.strip() for c in md_line.strip("|").split("|")]
+    # Env, Method, Seeds, Episodes, Natural r/c, Random r/c, MAD r/c, AMAD r/c, ...
+    assert cells[10:12] == ["—", "—"] and cells[-2:] == ["—", "—"]
+    lines = list(csv.DictReader(io.StringIO(format_csv(table))))
+    amad = next(x for x in lines if x["method"] == "ADV-PPOL(MR)" and x["attack"] == "amad")
+    assert amad["reward_mean"] == "" and amad["n_episodes"] == "0"
+    tex_line = next(x for x in format_latex(table).splitlines() if "ADV-PPOL(MR)" in x)
+    assert tex_line.count("--") == 4
+
+
+def test_outputs(tmp_path):
+    write_eval(tmp_path, "vanilla", 0, uniform(100.0, 5.0))
+    write_eval(tmp_path, "vanilla", 1, uniform(100.0, 5.0))
+    write_eval(tmp_path, "adv-mc", 0, uniform(90.0, 0.0))
+    write_eval(tmp_path, "adv-mix:0.5", 0, uniform(80.0, 1.0))
+    write_eval(tmp_path, "adv-mix:0.25", 0, uniform(80.0, 1.0))
+    write_eval(tmp_path, "vanilla", 0, uniform(10.0, 1.0), env="SafetyDroneRun-v0", eps=0.025)
+    paths = write_tables(tmp_path, tmp_path / "out" / "table1")
+    assert [p.name for p in paths] == ["table1.md", "table1.csv", "table1.tex"]
+    md, text, tex = (p.read_text() for p in paths)
+    assert md == format_markdown(tmp_path)
+
+    md_lines = md.splitlines()
+    assert md_lines[0].startswith(
+        "| Env | Method | Seeds | Episodes | Natural reward | Natural cost"
+    )
+    assert md_lines[0].endswith("| Average reward | Average cost |")
+    body = [x for x in md_lines if x.startswith("| ") and "reward" not in x]
+    methods = [x.split("|")[2].strip() for x in body]
+    # paper's env order (Car-Run before Drone-Run), then the method order; mixes by weight
+    assert methods == [
+        "PPOL-vanilla",
+        "ADV-PPOL(MC)",
+        "ADV-PPOL(mix 0.25)",
+        "ADV-PPOL(mix 0.5)",
+        "PPOL-vanilla",
+    ]
+    assert body[0].split("|")[1].strip() == "SafetyCarRun-v0 (ε = 0.05)"
+    assert body[1].split("|")[1].strip() == ""
+    assert "SafetyDroneRun-v0 (ε = 0.025)" in body[4]
+    assert body[0].split("|")[3:5] == [" 2 ", " 4 "]  # seeds, pooled natural episodes
+    assert "| 100.00 ± 0.00 | 5.00 ± 0.00 |" in body[0]  # vanilla: third lowest cost
+    assert "| 90.00 ± 0.00 | **0.00 ± 0.00** |" in body[1]
+    assert all(len(x.split("|")) == len(md_lines[0].split("|")) for x in body)
+
+    lines = list(csv.DictReader(io.StringIO(text)))
+    assert tuple(lines[0].keys()) == CSV_FIELDS
+    assert len(lines) == 5 * 7
+    v = next(x for x in lines if x["method"] == "PPOL-vanilla" and x["attack"] == "mc")
+    assert v["env"] == ENV and float(v["reward_mean"]) == 100.0 and float(v["cost_std"]) == 0.0
+    assert (v["n_episodes"], v["n_seeds"], v["marked"], v["failing"]) == (
+        "4",
+        "2",
+        "false",
+        "false",
+    )
+    assert v["epsilon"] == "0.05" and v["mode"] == "vanilla"
+
+    assert "\\begin{tabular}{|l|l|" in tex and tex.rstrip().endswith("\\end{tabular}")
+    assert "booktabs" not in tex and "\\toprule" not in tex
+    assert "\\textbf{0.00$\\pm$0.00}" in tex and "SafetyCarRun-v0 ($\\epsilon=0.05$)" in tex
+    rows = [x for x in tex.splitlines() if x.endswith("\\\\") and "multicolumn" not in x]
+    assert len(rows) == 1 + 5 and all(x.count("&") == 2 + 2 * 7 - 1 for x in rows)
+    assert all(ord(ch) < 128 for ch in tex)
+
+
+def test_latex_escapes_names(tmp_path):
+    write_eval(tmp_path, "vanilla", 0, uniform(1.0, 0.0), env="my_pkg.envs:Toy_Env-v0")
+    tex = format_latex(collect_table(tmp_path))
+    assert "my\\_pkg.envs:Toy\\_Env-v0" in tex
+
+
+def test_inconsistent_inputs_raise_clear_errors(tmp_path):
+    write_eval(tmp_path / "a", "adv-mc", 0, uniform(1.0, 0.0), eps=0.05)
+    write_eval(tmp_path / "a", "adv-mc", 1, uniform(1.0, 0.0), eps=0.025)
+    with pytest.raises(ValueError, match="different epsilons"):
+        collect_table(tmp_path / "a")
+    write_eval(tmp_path / "b", "adv-mc", 0, uniform(1.0, 0.0))
+    write_eval(tmp_path / "b" / "copy", "adv-mc", 0, uniform(1.0, 0.0))
+    with pytest.raises(ValueError, match="seed 0 is evaluated twice"):
+        collect_table(tmp_path / "b")
+    # different epsilons across methods of one env are allowed, with a note
+    write_eval(tmp_path / "c", "adv-mc", 0, uniform(1.0, 0.0), eps=0.05)
+    write_eval(tmp_path / "c", "vanilla", 0, uniform(1.0, 0.0), eps=0.025)
+    table = collect_table(tmp_path / "c")
+    assert any("different epsilons" in n for n in table.notes)
+    assert format_markdown(table).splitlines()[2].split("|")[1].strip() == ENV
+
+
+def test_unusable_files_are_left_out_with_a_note(tmp_path):
+    write_eval(tmp_path, "vanilla", 0, uniform(1.0, 0.0))
+    old = tmp_path / "old" / "eval.json"
+    old.parent.mkdir()
+    old.write_text(json.dumps({"env_id": ENV, "results": []}))  # no train_mode
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "eval.json").write_text("{not json")
+    table = collect_table(tmp_path)
+    assert len(table.rows) == 1
+    assert any("train_mode" in n for n in table.notes)
+    assert any("broken" in n for n in table.notes)
+    with pytest.raises(ValueError, match="no usable eval.json"):
+        collect_table(tmp_path / "old")
+    with pytest.raises(FileNotFoundError):
+        collect_table(tmp_path / "missing")
+
+
+def test_method_names():
+    assert method_name("vanilla") == "PPOL-vanilla"
+    assert method_name("sa-mad") == "SA-PPOL(MAD)"
+    assert method_name("adv-mix:0.3") == "ADV-PPOL(mix 0.3)"
