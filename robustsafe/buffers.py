@@ -2,7 +2,43 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+
+@dataclass
+class Rollout:
+    """One epoch of experience, arrays of shape ``(T, N, ...)`` (time, environment).
+
+    ``obs`` is what the policy acted on (perturbed under adversarial training); ``next_obs`` the
+    true next observation (the final one at an episode's end).
+    """
+
+    obs: np.ndarray
+    act: np.ndarray
+    logp: np.ndarray
+    reward: np.ndarray
+    cost: np.ndarray
+    next_obs: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.reward.size)
+
+    def flat(self) -> tuple[np.ndarray, ...]:
+        """(obs, act, reward, cost, next_obs, terminated), each flattened over (T, N)."""
+        n = self.size
+        return (
+            self.obs.reshape(n, -1),
+            self.act.reshape(n, -1),
+            self.reward.reshape(n),
+            self.cost.reshape(n),
+            self.next_obs.reshape(n, -1),
+            self.terminated.reshape(n),
+        )
 
 
 def gae(

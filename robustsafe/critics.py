@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from robustsafe.buffers import ReplayBuffer
+from robustsafe.buffers import ReplayBuffer, Rollout
 from robustsafe.nets import GaussianActor, ObsNormalizer, QCritic
 
 
@@ -84,6 +84,9 @@ class CriticTrainer:
     ) -> None:
         """Store transitions; a time-limit truncation is not a terminal (bootstrap through)."""
         self.replay.add(obs, act, reward, cost / self.cfg.cost_scale, next_obs, terminated)
+
+    def add_rollout(self, ro: Rollout) -> None:
+        self.add(*ro.flat())
 
     def update(self, actor: GaussianActor, rng: np.random.Generator) -> dict[str, float]:
         """``updates_per_epoch`` TD steps; polyak averaging after every step."""

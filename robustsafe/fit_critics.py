@@ -49,14 +49,7 @@ def fit_critics(
         res = collect(vec, agent.actor, rollout_len, epoch_episode_seed(seed, epoch), generator)
         ro = res.rollout
         n = ro.size
-        trainer.add(
-            ro.obs.reshape(n, -1),
-            ro.act.reshape(n, -1),
-            ro.reward.reshape(n),
-            ro.cost.reshape(n),
-            ro.next_obs.reshape(n, -1),
-            ro.terminated.reshape(n),
-        )
+        trainer.add_rollout(ro)
         with torch.enable_grad():
             critics.train()
             metrics = trainer.update(agent.actor, rng)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from robustsafe.buffers import Rollout
 from robustsafe.envs import Episode, VectorEnv
-from robustsafe.learners.ppo_lag import Rollout
 from robustsafe.nets import GaussianActor
 
 # nu: a batch of true observations -> the observations the agent sees.

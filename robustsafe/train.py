@@ -252,14 +252,7 @@ def train(
             t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
             metrics: dict[str, float] = learner.update(ro, mean_cost, generator, extra)
             flat = ro.size
-            critic_trainer.add(
-                ro.obs.reshape(flat, -1),
-                ro.act.reshape(flat, -1),
-                ro.reward.reshape(flat),
-                ro.cost.reshape(flat),
-                ro.next_obs.reshape(flat, -1),
-                ro.terminated.reshape(flat),
-            )
+            critic_trainer.add_rollout(ro)
             metrics.update(critic_trainer.update(actor, np_rng))
             t_end = time.perf_counter()
             env_steps += flat

@@ -117,5 +117,13 @@ class NoAttacker(Attacker):
 
     name = "none"
 
-    def perturbation(self, actor, critics, obs, epsilon, generator, scale):  # noqa: D102
+    def perturbation(
+        self,
+        actor: GaussianActor,
+        critics: QCritics | None,
+        obs: Tensor,
+        epsilon: float,
+        generator: torch.Generator,
+        scale: Tensor | None,
+    ) -> Tensor:
         return torch.zeros_like(obs)

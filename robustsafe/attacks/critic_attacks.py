@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import torch
 from torch import Tensor
 
 from robustsafe.attacks.ascent import gradient_ascent
@@ -71,7 +72,15 @@ class CriticAttacker(Attacker):
             actor, critics, clean_obs, perturbed_obs, self.cost_weight, self.reward_weight
         )
 
-    def perturbation(self, actor, critics, obs, epsilon, generator, scale) -> Tensor:  # noqa: D102
+    def perturbation(
+        self,
+        actor: GaussianActor,
+        critics: QCritics | None,
+        obs: Tensor,
+        epsilon: float,
+        generator: torch.Generator,
+        scale: Tensor | None,
+    ) -> Tensor:
         def objective(x: Tensor, ctx: dict[str, Tensor]) -> Tensor:
             return self.objective(actor, critics, ctx["obs"], x)
 

@@ -38,7 +38,15 @@ class MADAttacker(Attacker):
         self.config = config
         self.norm = config.norm
 
-    def perturbation(self, actor, critics, obs, epsilon, generator, scale) -> Tensor:  # noqa: D102
+    def perturbation(
+        self,
+        actor: GaussianActor,
+        critics: QCritics | None,
+        obs: Tensor,
+        epsilon: float,
+        generator: torch.Generator,
+        scale: Tensor | None,
+    ) -> Tensor:
         with torch.no_grad():
             clean = actor.distribution(obs)
             context = {"loc": clean.loc.detach(), "std": clean.scale.detach()}
@@ -95,7 +103,15 @@ class AMADAttacker(Attacker):
         """Boolean mask of the states AMAD attacks, shape ``(batch,)``."""
         return cost_values(actor, critics, obs).double() >= self.threshold
 
-    def perturbation(self, actor, critics, obs, epsilon, generator, scale) -> Tensor:  # noqa: D102
+    def perturbation(
+        self,
+        actor: GaussianActor,
+        critics: QCritics | None,
+        obs: Tensor,
+        epsilon: float,
+        generator: torch.Generator,
+        scale: Tensor | None,
+    ) -> Tensor:
         mask = self.risky(actor, critics, obs)
         u = torch.zeros_like(obs)
         if bool(mask.any()):

@@ -8,6 +8,8 @@ from torch import Tensor
 from robustsafe.attacks.ball import sample_uniform
 from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import NORMS
+from robustsafe.critics import QCritics
+from robustsafe.nets import GaussianActor
 
 
 class RandomAttacker(Attacker):
@@ -20,6 +22,14 @@ class RandomAttacker(Attacker):
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         self.norm = norm
 
-    def perturbation(self, actor, critics, obs, epsilon, generator, scale) -> Tensor:  # noqa: D102
+    def perturbation(
+        self,
+        actor: GaussianActor,
+        critics: QCritics | None,
+        obs: Tensor,
+        epsilon: float,
+        generator: torch.Generator,
+        scale: Tensor | None,
+    ) -> Tensor:
         with torch.no_grad():
             return sample_uniform(obs.shape, epsilon, self.norm, generator, obs.dtype, obs.device)

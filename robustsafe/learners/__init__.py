@@ -1,5 +1,5 @@
 """Safe RL learners on constrained MDPs."""
 
-from robustsafe.learners.ppo_lag import PPOLagrangian, Rollout
+from robustsafe.learners.ppo_lag import PPOLagrangian
 
-__all__ = ["PPOLagrangian", "Rollout"]
+__all__ = ["PPOLagrangian"]

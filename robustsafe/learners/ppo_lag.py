@@ -12,39 +12,14 @@ target_kl``. The value critics V_r and V_c regress the GAE returns.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 
-from robustsafe.buffers import gae
+from robustsafe.buffers import Rollout, gae
 from robustsafe.config import PPOLagConfig
 from robustsafe.nets import GaussianActor, ValueCritic
 from robustsafe.pid import PIDConfig, PIDLagrangian
-
-
-@dataclass
-class Rollout:
-    """One epoch of experience, arrays of shape ``(T, N, ...)`` (time, environment).
-
-    ``obs`` is what the policy acted on (perturbed under adversarial training); ``next_obs`` the
-    true next observation (the final one at an episode's end).
-    """
-
-    obs: np.ndarray
-    act: np.ndarray
-    logp: np.ndarray
-    reward: np.ndarray
-    cost: np.ndarray
-    next_obs: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-
-    @property
-    def size(self) -> int:
-        return int(self.reward.size)
-
 
 # An optional extra actor loss on a minibatch of flat indices (SA-PPOL's regulariser).
 ExtraActorLoss = Callable[[GaussianActor, torch.Tensor], torch.Tensor]
