@@ -1,4 +1,4 @@
-"""The ``random`` attacker: a perturbation drawn uniformly from the ball (paper section 5)."""
+"""The ``random`` attacker: a perturbation drawn uniformly from the ball (paper section 5.1)."""
 
 from __future__ import annotations
 
