@@ -176,6 +176,9 @@ def main() -> None:
                 f"--target-reward {args.target_reward:g}",
             ]
             + ([f"--epochs {args.epochs}"] if args.epochs else [])
+            + ([f"--runs {args.runs}"] if args.runs != "runs/bench" else [])
+            + ([f"--results {args.results}"] if args.results != "benchmarks/results" else [])
+            + ([f"--zoo '{args.zoo}'"] if args.zoo != "zoo" else [])
         ),
         "machine": machine(),
         "git_commit": subprocess.run(
