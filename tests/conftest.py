@@ -32,6 +32,6 @@ if TOY_ID not in gym.registry:
     gym.register(TOY_ID, entry_point=ToyCostEnv, max_episode_steps=20)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def toy_env_id() -> str:
     return TOY_ID

@@ -14,11 +14,9 @@ from robustsafe.train import train
 
 
 @pytest.fixture(scope="module")
-def toy_agent_dir(tmp_path_factory):
-    import conftest
-
+def toy_agent_dir(tmp_path_factory, toy_env_id):
     cfg = TrainConfig(
-        env_id=conftest.TOY_ID,
+        env_id=toy_env_id,
         epochs=2,
         steps_per_epoch=80,
         num_envs=4,
