@@ -17,8 +17,10 @@ from pathlib import Path
 def summarise(metrics: Path) -> dict[str, float]:
     with metrics.open() as f:
         rows = list(csv.DictReader(f))
-    total = {k: sum(float(r[k]) for r in rows) for k in
-             ("time_env", "time_attack", "time_policy", "time_update")}
+    total = {
+        k: sum(float(r[k]) for r in rows)
+        for k in ("time_env", "time_attack", "time_policy", "time_update")
+    }
     total["wall"] = float(rows[-1]["wall_time"])
     total["epochs"] = len(rows)
     total["env_steps"] = int(rows[-1]["env_steps"])
