@@ -19,15 +19,13 @@ class CLIError(Exception):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from robustsafe.train import train
+    from robustsafe.train import load_run_config, train
 
     out = (
         Path(args.out)
         if args.out
         else Path("runs") / args.env / f"{args.mode.replace(':', '')}-{args.preset}-seed{args.seed}"
     )
-    from robustsafe.train import load_run_config
-
     try:
         if args.resume:  # continue with the saved settings; only the length may change
             if not (out / "state.pt").exists():
