@@ -252,7 +252,7 @@ def train(
             t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
             metrics: dict[str, float] = learner.update(ro, mean_cost, generator, extra)
             flat = ro.size
-            critic_trainer.add_rollout(ro)
+            critic_trainer.add_rollout(ro, result.clean_obs)
             metrics.update(critic_trainer.update(actor, np_rng))
             t_end = time.perf_counter()
             env_steps += flat
