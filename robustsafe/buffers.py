@@ -11,11 +11,14 @@ import numpy as np
 class Rollout:
     """One epoch of experience, arrays of shape ``(T, N, ...)`` (time, environment).
 
-    ``obs`` is what the policy acted on (perturbed under adversarial training); ``next_obs`` the
-    true next observation (the final one at an episode's end).
+    ``obs`` is what the policy acted on (perturbed under adversarial training), ``true_obs`` the
+    true observation of the same step (equal to ``obs`` in clean rollouts) and ``next_obs`` the
+    true next observation (the final one at an episode's end). The actor learns on ``obs``; the
+    value critics and the Q critics learn on ``true_obs`` (see ``robustsafe.learners.ppo_lag``).
     """
 
     obs: np.ndarray
+    true_obs: np.ndarray
     act: np.ndarray
     logp: np.ndarray
     reward: np.ndarray
@@ -29,10 +32,11 @@ class Rollout:
         return int(self.reward.size)
 
     def flat(self) -> tuple[np.ndarray, ...]:
-        """(obs, act, reward, cost, next_obs, terminated), each flattened over (T, N)."""
+        """The Q critics' transitions (true_obs, act, reward, cost, next_obs, terminated), each
+        flattened over (T, N)."""
         n = self.size
         return (
-            self.obs.reshape(n, -1),
+            self.true_obs.reshape(n, -1),
             self.act.reshape(n, -1),
             self.reward.reshape(n),
             self.cost.reshape(n),

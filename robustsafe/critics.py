@@ -85,20 +85,14 @@ class CriticTrainer:
         """Store transitions; a time-limit truncation is not a terminal (bootstrap through)."""
         self.replay.add(obs, act, reward, cost / self.cfg.cost_scale, next_obs, terminated)
 
-    def add_rollout(self, ro: Rollout, true_obs: np.ndarray | None = None) -> None:
-        """Store a rollout; ``true_obs`` (shape of ``ro.obs``) replaces the observation acted on.
+    def add_rollout(self, ro: Rollout) -> None:
+        """Store a rollout's transitions from its true observations.
 
         Q_r and Q_c estimate the value of the true state (the attackers query Q(s, pi(s~)) at the
-        clean s), so adversarial rollouts pass their clean observations here. The original code
-        stored the perturbed one: once every step is attacked, no clean state reaches the replay
-        and the attackers query Q where it has no data (this made ADV-PPOL(MR) collapse).
+        clean s). The original code stored the perturbed observation: once every step is
+        attacked, no clean state reaches the replay and the attackers query Q off its data.
         """
-        obs, act, reward, cost, next_obs, terminated = ro.flat()
-        if true_obs is not None:
-            if true_obs.shape != ro.obs.shape:
-                raise ValueError(f"true_obs has shape {true_obs.shape}, expected {ro.obs.shape}")
-            obs = true_obs.reshape(obs.shape)
-        self.add(obs, act, reward, cost, next_obs, terminated)
+        self.add(*ro.flat())
 
     def update(self, actor: GaussianActor, rng: np.random.Generator) -> dict[str, float]:
         """``updates_per_epoch`` TD steps; polyak averaging after every step."""

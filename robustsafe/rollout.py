@@ -37,7 +37,6 @@ class Timing:
 @dataclass
 class CollectResult:
     rollout: Rollout
-    clean_obs: np.ndarray  # (T, N, obs_dim): the true observations, for the normaliser
     episodes: list[Episode] = field(default_factory=list)
     timing: Timing = field(default_factory=Timing)
 
@@ -71,7 +70,7 @@ def collect(
     n, d, a = vec.num_envs, vec.obs_dim, vec.act_dim
     buf = {
         "obs": np.empty((steps, n, d), np.float32),
-        "clean": np.empty((steps, n, d), np.float32),
+        "true_obs": np.empty((steps, n, d), np.float32),
         "act": np.empty((steps, n, a), np.float32),
         "logp": np.empty((steps, n), np.float32),
         "reward": np.empty((steps, n), np.float64),
@@ -101,7 +100,7 @@ def collect(
             timing.attack += t1 - t0
         timing.policy += t2 - t1
         timing.env += t3 - t2
-        buf["clean"][t] = obs
+        buf["true_obs"][t] = obs
         buf["obs"][t] = obs_t.numpy()
         buf["act"][t] = act.numpy()
         buf["logp"][t] = logp.numpy()
@@ -114,6 +113,7 @@ def collect(
         obs = step.obs
     rollout = Rollout(
         obs=buf["obs"],
+        true_obs=buf["true_obs"],
         act=buf["act"],
         logp=buf["logp"],
         reward=buf["reward"],
@@ -122,4 +122,4 @@ def collect(
         terminated=buf["terminated"],
         truncated=buf["truncated"],
     )
-    return CollectResult(rollout, buf["clean"], episodes, timing)
+    return CollectResult(rollout, episodes, timing)

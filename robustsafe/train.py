@@ -243,7 +243,7 @@ def train(
             )
             ro = result.rollout
             if norm is not None:
-                norm.update(torch.from_numpy(result.clean_obs))
+                norm.update(torch.from_numpy(ro.true_obs))
             t_update = time.perf_counter()
             eps = result.episodes
             mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
@@ -252,7 +252,7 @@ def train(
             t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
             metrics: dict[str, float] = learner.update(ro, mean_cost, generator, extra)
             flat = ro.size
-            critic_trainer.add_rollout(ro, result.clean_obs)
+            critic_trainer.add_rollout(ro)
             metrics.update(critic_trainer.update(actor, np_rng))
             t_end = time.perf_counter()
             env_steps += flat

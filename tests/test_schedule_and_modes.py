@@ -93,25 +93,41 @@ def test_adversarial_rollouts_feed_true_observations_to_the_q_critics(tmp_path, 
     assert abs(obs[2:][keep] - next_obs[:-2][keep]).max() == 0.0
 
 
-def test_critic_trainer_rejects_true_obs_of_the_wrong_shape():
+def test_value_critics_see_the_true_observation_not_the_perturbed_one(toy_env_id):
+    # Two rollouts that differ only in the observation the policy acted on: the GAE advantages
+    # and returns (built from V_r and V_c) are identical, the actor's inputs are not.
     import numpy as np
 
     from robustsafe.buffers import Rollout
-    from robustsafe.critics import CriticConfig, CriticTrainer, QCritics
+    from robustsafe.learners.ppo_lag import PPOLagrangian
+    from robustsafe.nets import GaussianActor, ValueCritic
+    from robustsafe.pid import PIDConfig
 
-    t, n, d = 3, 2, 4
-    ro = Rollout(
-        obs=np.zeros((t, n, d), np.float32),
-        act=np.zeros((t, n, 1), np.float32),
-        logp=np.zeros((t, n), np.float32),
-        reward=np.zeros((t, n)),
-        cost=np.zeros((t, n)),
-        next_obs=np.zeros((t, n, d), np.float32),
-        terminated=np.zeros((t, n), bool),
-        truncated=np.zeros((t, n), bool),
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    t, n, d = 5, 3, 4
+    true_obs = rng.normal(size=(t, n, d)).astype(np.float32)
+
+    def rollout(obs):
+        return Rollout(
+            obs=obs,
+            true_obs=true_obs,
+            act=np.zeros((t, n, 2), np.float32),
+            logp=np.zeros((t, n), np.float32),
+            reward=rng.normal(size=(t, n)),
+            cost=np.ones((t, n)),
+            next_obs=rng.normal(size=(t, n, d)).astype(np.float32),
+            terminated=np.zeros((t, n), bool),
+            truncated=np.zeros((t, n), bool),
+        )
+
+    cfg = PPOLagConfig(hidden=(8,))
+    learner = PPOLagrangian(
+        GaussianActor(d, 2, (8,)), ValueCritic(d, (8,)), ValueCritic(d, (8,)), cfg, PIDConfig()
     )
-    trainer = CriticTrainer(QCritics(d, 1, (8,)), d, 1, CriticConfig())
-    with pytest.raises(ValueError, match="true_obs has shape"):
-        trainer.add_rollout(ro, np.zeros((t, n, d + 1), np.float32))
-    trainer.add_rollout(ro, np.ones((t, n, d), np.float32))
-    assert trainer.replay.state_dict()["obs"][: t * n].min() == 1.0
+    clean = rollout(true_obs)
+    attacked = Rollout(**{**clean.__dict__, "obs": true_obs + 0.5})
+    a, b = learner.advantages(clean), learner.advantages(attacked)
+    for key in ("adv_r", "adv_c", "ret_r", "ret_c", "true_obs"):
+        assert torch.equal(a[key], b[key]), key
+    assert torch.equal(b["obs"], torch.as_tensor(true_obs + 0.5).reshape(t * n, d))

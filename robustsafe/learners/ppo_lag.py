@@ -7,6 +7,13 @@ Actor loss on a (mini)batch, with r = pi(a|s) / pi_old(a|s):
 The reward advantage is normalised; the cost advantage is raw (the original code), optionally
 centred. The actor passes stop early when the approximate KL exceeds ``kl_stop_factor *
 target_kl``. The value critics V_r and V_c regress the GAE returns.
+
+Under adversarial rollouts the actor learns on the observation it acted on, while V_r and V_c
+see the true state (``Rollout.true_obs``), as they do for the next state. A baseline may depend
+on the true state (it does not depend on the action), so the policy gradient stays unbiased.
+The original code fed the perturbed observation to V: perturbations of 0.05 on observation
+dimensions whose natural spread is ~1e-4 put V far outside its data, V's loss exploded (to
+~1e6 on CarRun under MR) and the advantages it gave made ADV-PPOL(MR) collapse.
 """
 
 from __future__ import annotations
@@ -50,11 +57,12 @@ class PPOLagrangian:
     def advantages(self, ro: Rollout) -> dict[str, torch.Tensor]:
         """Flattened training tensors with GAE advantages and returns for reward and cost."""
         T, N = ro.reward.shape
-        obs = torch.as_tensor(ro.obs).reshape(T * N, -1)
+        obs = torch.as_tensor(ro.true_obs).reshape(T * N, -1)
         next_obs = torch.as_tensor(ro.next_obs).reshape(T * N, -1)
         end = ro.terminated | ro.truncated
         out: dict[str, torch.Tensor] = {
-            "obs": obs,
+            "obs": torch.as_tensor(ro.obs).reshape(T * N, -1),
+            "true_obs": obs,
             "act": torch.as_tensor(ro.act).reshape(T * N, -1),
             "logp": torch.as_tensor(ro.logp).reshape(T * N),
         }
@@ -131,7 +139,7 @@ class PPOLagrangian:
         critic_loss = 0.0
         for _ in range(cfg.critic_passes):
             for idx in self._minibatches(n, generator):
-                obs = data["obs"][idx]
+                obs = data["true_obs"][idx]
                 loss_v = ((self.v_reward(obs) - data["ret_r"][idx]) ** 2).mean() + (
                     (self.v_cost(obs) - data["ret_c"][idx]) ** 2
                 ).mean()

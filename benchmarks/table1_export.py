@@ -1,0 +1,68 @@
+"""Copy the small files of finished grid runs into the repository: results and zoo agents.
+
+For every run ``<root>/<env>/<mode>/seed<S>/`` with an ``eval.json`` under the given grid roots:
+
+- ``eval.json``, ``config.yaml`` and ``metrics.csv`` go to ``<results>/<env>/<mode>/seed<S>/``
+  (what ``robustsafe table`` and ``benchmarks/training_time.py`` read, so the committed table
+  can be regenerated from the committed files);
+- for the zoo seed (default 0), also ``agent.pt``: ``zoo/<env>/<mode>/`` gets the agent, its
+  config, metrics and evaluation.
+
+Then it writes ``<results>/table.{md,csv,tex}``.
+
+    python benchmarks/table1_export.py runs/table1 --results benchmarks/results/table1
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from robustsafe.experiments.table import collect_table, format_markdown, write_tables
+
+RUN_FILES = ("eval.json", "config.yaml", "metrics.csv")
+ZOO_FILES = ("agent.pt", *RUN_FILES)
+
+
+def finished_runs(root: Path) -> list[Path]:
+    """Run directories ``<env>/<mode>/seed<S>`` under ``root`` that have an evaluation."""
+    return sorted(p.parent for p in root.glob("*/*/seed*/eval.json"))
+
+
+def copy_files(src: Path, dst: Path, names: tuple[str, ...]) -> None:
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if not (src / name).exists():
+            raise FileNotFoundError(f"{src / name} is missing (an unfinished run?)")
+        tmp = dst / f".{name}.tmp"
+        shutil.copyfile(src / name, tmp)
+        tmp.replace(dst / name)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("roots", nargs="+", type=Path, help="grid output directories")
+    p.add_argument("--results", type=Path, default=Path("benchmarks/results/table1"))
+    p.add_argument("--zoo", type=Path, default=Path("zoo"))
+    p.add_argument("--zoo-seed", type=int, default=0)
+    args = p.parse_args()
+    n = 0
+    for root in args.roots:
+        for run in finished_runs(root):
+            rel = run.relative_to(root)
+            copy_files(run, args.results / rel, RUN_FILES)
+            n += 1
+            if rel.name == f"seed{args.zoo_seed}":
+                copy_files(run, args.zoo / rel.parent, ZOO_FILES)
+    if n == 0:
+        raise SystemExit(f"no evaluated runs under {[str(r) for r in args.roots]}")
+    table = collect_table(args.results)
+    for path in write_tables(args.results, args.results / "table", table=table):
+        print("written", path)
+    print(format_markdown(table))
+    print(f"{n} runs copied to {args.results}")
+
+
+if __name__ == "__main__":
+    main()
