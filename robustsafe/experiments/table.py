@@ -492,16 +492,19 @@ def _env_title(table: ResultsTable, env_id: str, eps_symbol: str) -> str:
     return env_id if eps is None else f"{env_id} ({eps_symbol} = {eps:g})"
 
 
-def format_markdown(table: ResultsTable | str | PathLike) -> str:
+def format_markdown(table: ResultsTable | str | PathLike, costs_only: bool = False) -> str:
     """The table in Markdown (marked costs in bold), with its legend and notes.
 
-    ``table`` is a ``ResultsTable`` or a directory to collect one from.
+    ``table`` is a ``ResultsTable`` or a directory to collect one from. ``costs_only`` keeps the
+    natural reward and every column's cost (a narrower table, for a README).
     """
     table = _as_table(table)
     head = ["Env", "Method", "Seeds", "Episodes"]
-    for _, title in COLUMNS:
-        head += [f"{title} reward", f"{title} cost"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 4 + "---:|" * (2 * len(COLUMNS))]
+    for key, title in COLUMNS:
+        if not costs_only or key == "none":
+            head.append(f"{title} reward")
+        head.append(f"{title} cost")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 4 + "---:|" * (len(head) - 4)]
     previous = None
     for r in table.rows:
         env = _env_title(table, r.env_id, "ε") if r.env_id != previous else ""
@@ -509,12 +512,15 @@ def format_markdown(table: ResultsTable | str | PathLike) -> str:
         natural = r.cells.get("none")
         cells = [env, r.label, str(len(r.seeds)), str(natural.n_episodes) if natural else "—"]
         for key, _ in COLUMNS:
+            with_reward = not costs_only or key == "none"
             c = r.cells.get(key)
             if c is None:
-                cells += ["—", "—"]
+                cells += ["—", "—"] if with_reward else ["—"]
                 continue
             cost = _pm(c.cost_mean, c.cost_std, " ± ")
-            cells += [_pm(c.reward_mean, c.reward_std, " ± "), f"**{cost}**" if c.marked else cost]
+            if with_reward:
+                cells.append(_pm(c.reward_mean, c.reward_std, " ± "))
+            cells.append(f"**{cost}**" if c.marked else cost)
         lines.append("| " + " | ".join(cells) + " |")
     out = ["\n".join(lines), "", *_legend()]
     if table.notes:
@@ -615,7 +621,8 @@ def format_latex(table: ResultsTable | str | PathLike) -> str:
 def write_tables(
     runs_dir: str | PathLike, out_prefix: str | PathLike, table: ResultsTable | None = None
 ) -> list[Path]:
-    """Write ``<prefix>.md``, ``<prefix>.csv`` and ``<prefix>.tex``; returns the paths.
+    """Write ``<prefix>.md``, ``<prefix>.csv``, ``<prefix>.tex`` and ``<prefix>-costs.md`` (the
+    Markdown table with the natural reward and the costs only); returns the paths.
 
     ``table`` defaults to ``collect_table(runs_dir)``.
     """
@@ -627,6 +634,7 @@ def write_tables(
         (".md", format_markdown(table)),
         (".csv", format_csv(table)),
         (".tex", format_latex(table)),
+        ("-costs.md", format_markdown(table, costs_only=True)),
     ):
         path = prefix.with_name(prefix.name + suffix)
         tmp = path.with_name(f".{path.name}.tmp")

@@ -195,9 +195,18 @@ def test_outputs(tmp_path):
     write_eval(tmp_path, "adv-mix:0.25", 0, uniform(80.0, 1.0))
     write_eval(tmp_path, "vanilla", 0, uniform(10.0, 1.0), env="SafetyDroneRun-v0", eps=0.025)
     paths = write_tables(tmp_path, tmp_path / "out" / "table1")
-    assert [p.name for p in paths] == ["table1.md", "table1.csv", "table1.tex"]
-    md, text, tex = (p.read_text() for p in paths)
+    assert [p.name for p in paths] == ["table1.md", "table1.csv", "table1.tex", "table1-costs.md"]
+    md, text, tex, costs = (p.read_text() for p in paths)
     assert md == format_markdown(tmp_path)
+
+    cost_lines = [x for x in costs.splitlines() if x.startswith("|")]
+    assert cost_lines[0] == (
+        "| Env | Method | Seeds | Episodes | Natural reward | Natural cost | Random cost | "
+        "MAD cost | AMAD cost | MC cost | MR cost | Average cost |"
+    )
+    assert "| 100.00 ± 0.00 | 5.00 ± 0.00 | 5.00 ± 0.00 |" in cost_lines[2]  # vanilla
+    assert cost_lines[3].endswith("| **0.00 ± 0.00** | **0.00 ± 0.00** |")  # adv-mc
+    assert all(len(x.split("|")) == len(cost_lines[0].split("|")) for x in cost_lines)
 
     md_lines = md.splitlines()
     assert md_lines[0].startswith(
