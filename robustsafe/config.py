@@ -216,6 +216,11 @@ _PAPER_TASKS: dict[str, dict[str, Any]] = {
 # Every epoch starts fresh episodes (that makes resuming exact), so an epoch should hold whole
 # episodes: CarCircle's 40k steps become 42k = 20 envs x 7 episodes of 300 steps.
 
+# The start / length values above are the original code's, for its exponential schedule: the
+# paper presets use that form (with the linear one, CarCircle's 50 + 100 epochs would end at
+# half the budget). The fast presets below use the paper's linear form, with their own values.
+_PAPER_ALL: dict[str, Any] = dict(robust=dict(schedule="exp"))
+
 _FAST_ALL: dict[str, Any] = dict(
     ppo=dict(
         actor_passes=10,
@@ -230,6 +235,7 @@ _FAST_ALL: dict[str, Any] = dict(
     # The PID is fed once per epoch; with epochs 7-10x shorter than the paper's, the paper's
     # KI would make the integral grow 7-10x faster per env step. KI scaled to keep it per step.
     pid=dict(ki=0.0005),
+    robust=dict(schedule="linear"),
 )
 _FAST_TASKS: dict[str, dict[str, Any]] = {
     "SafetyCarRun-v0": dict(
@@ -263,6 +269,7 @@ def preset(
         raise ValueError(f"unknown preset {name!r}; accepted: {', '.join(PRESETS)}")
     check_mode(mode)
     layers = [_PAPER_TASKS.get(env_id, _PAPER_TASKS["SafetyCarRun-v0"])]
+    layers.append(_PAPER_ALL)
     if name == "fast":
         layers += [_FAST_ALL, _FAST_TASKS.get(env_id, _FAST_TASKS["SafetyCarRun-v0"])]
     values: dict[str, Any] = {}

@@ -21,6 +21,7 @@ import csv
 import json
 import os
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -85,17 +86,21 @@ class _RobustHooks:
         return lambda obs: attacker(actor, critics, obs, eps, gen)
 
     def sa_regularizer(self, obs: torch.Tensor):
-        """SA-PPOL: beta * KL(pi(.|s) || pi_theta(.|s_adv)), s_adv computed once per update."""
+        """SA-PPOL: beta * KL(pi(.|s) || pi_theta(.|s_adv)).
+
+        s_adv is computed once per update (against the policy that collected the rollout); the
+        clean distribution is the current policy's at every step, without gradient (Algorithm 1).
+        """
         if not self.sa or self.cfg.sa_beta == 0.0:
             return None
         s_adv = self.attacker(self.actor, self.critics, obs, self.cfg.epsilon, self.generator)
-        with torch.no_grad():
-            clean_mean = self.actor.mean_action(obs)
         beta = self.cfg.sa_beta
 
         def extra(actor: GaussianActor, idx: torch.Tensor) -> torch.Tensor:
+            with torch.no_grad():
+                clean_mean = actor.mean_action(obs[idx])
             adv_mean = actor.mean_action(s_adv[idx])
-            return beta * gaussian_kl(clean_mean[idx], adv_mean, actor.log_std).mean()
+            return beta * gaussian_kl(clean_mean, adv_mean, actor.log_std).mean()
 
         return extra
 
@@ -159,6 +164,22 @@ class _MetricsCSV:
             os.fsync(f.fileno())
 
 
+def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
+    """A linear schedule that ends after the last epoch trains below the evaluation budget."""
+    r = cfg.robust
+    scheduled = r.mode == "random" or r.mode.startswith("adv-")
+    if scheduled and r.schedule == "linear" and r.schedule_start + r.schedule_length > cfg.epochs:
+        final = epsilon_at(cfg.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+        warnings.warn(
+            f"the linear epsilon schedule reaches {r.epsilon:g} at epoch "
+            f"{r.schedule_start + r.schedule_length}, after the last epoch ({cfg.epochs}): "
+            f"training ends at epsilon {final:.4g}. Set more epochs, or robust.schedule_start / "
+            "robust.schedule_length, or robust.schedule=exp",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def train(
     cfg: TrainConfig,
     out_dir: str | Path,
@@ -182,6 +203,7 @@ def train(
         raise FileExistsError(
             f"{out} already holds a run; pass --resume to continue it or choose another --out"
         )
+    _warn_if_budget_not_reached(cfg)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "config.yaml", yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
@@ -242,8 +264,6 @@ def train(
                 hooks.rollout_perturbation(epoch),
             )
             ro = result.rollout
-            if norm is not None:
-                norm.update(torch.from_numpy(ro.true_obs))
             t_update = time.perf_counter()
             eps = result.episodes
             mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
@@ -254,6 +274,8 @@ def train(
             flat = ro.size
             critic_trainer.add_rollout(ro)
             metrics.update(critic_trainer.update(actor, np_rng))
+            if norm is not None:  # new statistics from the next rollout on (logp stays valid)
+                norm.update(torch.from_numpy(ro.true_obs))
             t_end = time.perf_counter()
             env_steps += flat
             if eps:
@@ -273,7 +295,7 @@ def train(
                 "time_env": result.timing.env,
                 "time_attack": result.timing.attack + t_sa,
                 "time_policy": result.timing.policy,
-                "time_update": t_end - t_update,
+                "time_update": t_end - t_update - t_sa,
             }
             metrics_csv.append(row)
             for k, v in row.items():

@@ -4,6 +4,8 @@ import pytest
 import torch
 
 from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mode, preset
+from robustsafe.critics import QCritics
+from robustsafe.nets import GaussianActor
 from robustsafe.schedule import epsilon_at
 from robustsafe.train import gaussian_kl, train, train_metrics
 
@@ -131,3 +133,72 @@ def test_value_critics_see_the_true_observation_not_the_perturbed_one(toy_env_id
     for key in ("adv_r", "adv_c", "ret_r", "ret_c", "true_obs"):
         assert torch.equal(a[key], b[key]), key
     assert torch.equal(b["obs"], torch.as_tensor(true_obs + 0.5).reshape(t * n, d))
+
+
+def test_sa_regularizer_compares_with_the_current_policy(toy_env_id):
+    # At epsilon 0 the adversarial states are the clean ones: the regulariser is 0 for any
+    # actor parameters, also after the actor changed (a stale clean mean would not be).
+    from robustsafe.train import _RobustHooks
+
+    cfg = TrainConfig(env_id=toy_env_id, robust=RobustConfig(mode="sa-mad", epsilon=0.0))
+    actor = GaussianActor(3, 2, (8,))
+    critics = QCritics(3, 2, (8,))
+    hooks = _RobustHooks(cfg, actor, critics, torch.Generator().manual_seed(0))
+    obs = torch.randn(16, 3)
+    extra = hooks.sa_regularizer(obs)
+    idx = torch.arange(16)
+    assert float(extra(actor, idx).detach()) == 0.0
+    with torch.no_grad():
+        for p in actor.parameters():
+            p.add_(0.5)
+    loss = extra(actor, idx)
+    assert float(loss) == 0.0
+    cfg_far = TrainConfig(env_id=toy_env_id, robust=RobustConfig(mode="sa-mad", epsilon=0.5))
+    far = _RobustHooks(cfg_far, actor, critics, torch.Generator().manual_seed(0))
+    loss = far.sa_regularizer(obs)(actor, idx)
+    loss.backward()
+    assert float(loss) > 0.0 and actor.log_std.grad is not None
+
+
+def test_paper_presets_use_the_original_exponential_schedule_fast_ones_linear():
+    paper = preset("SafetyCarCircle-v0", "paper", mode="adv-mc")
+    assert paper.robust.schedule == "exp"
+    r = paper.robust
+    final = epsilon_at(paper.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+    assert final > 0.9 * r.epsilon
+    for env in ("SafetyCarRun-v0", "SafetyCarCircle-v0"):
+        fast = preset(env, "fast", mode="adv-mc")
+        assert fast.robust.schedule == "linear"
+        assert fast.robust.schedule_start + fast.robust.schedule_length <= fast.epochs
+
+
+def test_a_linear_schedule_ending_after_the_last_epoch_warns(tmp_path, toy_env_id):
+    cfg = TrainConfig(
+        env_id=toy_env_id,
+        epochs=1,
+        steps_per_epoch=20,
+        num_envs=2,
+        workers=0,
+        ppo=PPOLagConfig(hidden=(8,), actor_passes=1, critic_passes=1),
+        robust=RobustConfig(mode="adv-mc", schedule_start=0, schedule_length=4),
+    )
+    with pytest.warns(UserWarning, match="reaches 0.05 at epoch 4, after the last epoch"):
+        train(cfg, tmp_path / "run", progress=False)
+
+
+def test_observation_normaliser_changes_after_the_update(tmp_path, toy_env_id):
+    # The first update sees the statistics the rollout was collected with: the policy ratio
+    # starts at 1, so a single full-batch pass is never stopped by the KL check.
+    cfg = TrainConfig(
+        env_id=toy_env_id,
+        epochs=2,
+        steps_per_epoch=80,
+        num_envs=4,
+        workers=0,
+        obs_normalization=True,
+        ppo=PPOLagConfig(
+            hidden=(8,), actor_passes=1, critic_passes=1, minibatch_size=None, target_kl=1e-6
+        ),
+    )
+    rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
+    assert [float(r["actor_passes"]) for r in rows] == [1.0, 1.0]
