@@ -8,9 +8,12 @@ For every run ``<root>/<env>/<mode>/seed<S>/`` with an ``eval.json`` under the g
 - for the zoo seed (default 0), also ``agent.pt``: ``zoo/<env>/<mode>/`` gets the agent, its
   config, metrics and evaluation.
 
-Then it writes ``<results>/table.{md,csv,tex}``.
+Then it writes ``<results>/table.{md,csv,tex}`` and ``table-costs.md``, and, with
+``--readme``, puts the costs table between the README's ``<!-- table1:start -->`` and
+``<!-- table1:end -->`` lines.
 
-    python benchmarks/table1_export.py runs/table1 --results benchmarks/results/table1
+    python benchmarks/table1_export.py runs/t1a runs/t1b --results benchmarks/results/table1 \
+        --readme README.md
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
 RUN_FILES = ("eval.json", "config.yaml", "metrics.csv")
+README_START, README_END = "<!-- table1:start -->", "<!-- table1:end -->"
 ZOO_FILES = ("agent.pt", *RUN_FILES)
 
 
@@ -40,12 +44,21 @@ def copy_files(src: Path, dst: Path, names: tuple[str, ...]) -> None:
         tmp.replace(dst / name)
 
 
+def replace_between_markers(text: str, body: str) -> str:
+    """``text`` with the lines between the table1 markers replaced by ``body``."""
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError(f"the README needs the lines {README_START} and {README_END}")
+    return text[: start + len(README_START)] + "\n" + body.rstrip("\n") + "\n" + text[end:]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("roots", nargs="+", type=Path, help="grid output directories")
     p.add_argument("--results", type=Path, default=Path("benchmarks/results/table1"))
     p.add_argument("--zoo", type=Path, default=Path("zoo"))
     p.add_argument("--zoo-seed", type=int, default=0)
+    p.add_argument("--readme", type=Path, help="a README with the table1 markers to update")
     args = p.parse_args()
     n = 0
     for root in args.roots:
@@ -61,6 +74,10 @@ def main() -> None:
     for path in write_tables(args.results, args.results / "table", table=table):
         print("written", path)
     print(format_markdown(table))
+    if args.readme is not None:
+        costs = format_markdown(table, costs_only=True)
+        args.readme.write_text(replace_between_markers(args.readme.read_text(), costs))
+        print("updated", args.readme)
     print(f"{n} runs copied to {args.results}")
 
 
