@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -247,11 +248,32 @@ def cmd_grid(args: argparse.Namespace) -> int:
         if args.dry_run:
             print(format_plan(plan_grid(spec)))
             return 0
-        results = run_grid(spec)
+        results = _run_grid_stoppable(run_grid, spec)
     except (ValueError, RuntimeError) as err:
         raise CLIError(str(err)) from None
+    except KeyboardInterrupt:
+        print(
+            "robustsafe grid: interrupted; the trainings and evaluations it started were stopped "
+            "(their saved epochs are kept). Run the same command again to resume.",
+            file=sys.stderr,
+        )
+        return 130
     print(format_results(results))
     return 0 if all(r.ok for r in results) else 1
+
+
+def _run_grid_stoppable(run_grid, spec):
+    """``run_grid`` with SIGTERM treated like Ctrl-C, so that a ``kill`` of the grid also stops
+    the processes it started instead of leaving them running on their own."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        return run_grid(spec)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_table(args: argparse.Namespace) -> int:
