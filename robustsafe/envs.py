@@ -388,7 +388,7 @@ def _worker(pipe: Any, env_id: str, seed: int, indices: list[int], kwargs: dict)
     while True:
         try:
             cmd, arg = pipe.recv()
-        except (EOFError, KeyboardInterrupt):
+        except (EOFError, ConnectionResetError, KeyboardInterrupt):  # the parent is gone
             break
         try:
             if cmd == "step":
@@ -400,6 +400,8 @@ def _worker(pipe: Any, env_id: str, seed: int, indices: list[int], kwargs: dict)
                 pipe.send(("ok", None))
             elif cmd == "close":
                 break
+        except (BrokenPipeError, ConnectionResetError):  # the parent is gone
+            break
         except Exception:
             pipe.send(("error", traceback.format_exc()))
     group.close()

@@ -125,3 +125,36 @@ def test_episodes_do_not_depend_on_the_env_history(env_id):
         trajectories.append(np.stack(obs))
         env.close()
     np.testing.assert_array_equal(trajectories[0], trajectories[1])
+
+
+def test_workers_exit_quietly_when_the_parent_is_killed():
+    """A killed training (SIGTERM) must not fill its log with the workers' tracebacks."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "import os, signal\n"
+        "from robustsafe.envs import VectorEnv\n"
+        "v = VectorEnv('tests.experiments.toy_env:RobustSafeGridToy-v0', 2, seed=0, workers=2)\n"
+        "v.reset()\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    v.step(np.zeros((2, 1), np.float32))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import numpy as np\n" + script],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.5)  # killed while stepping: results may sit unread in the pipes
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)  # returns once the workers closed stderr too
+    assert proc.returncode == -signal.SIGTERM
+    assert "Traceback" not in err, err
