@@ -137,7 +137,7 @@ def test_workers_exit_quietly_when_the_parent_is_killed():
 
     root = Path(__file__).resolve().parents[1]
     script = (
-        "import os, signal\n"
+        "import numpy as np\n"
         "from robustsafe.envs import VectorEnv\n"
         "v = VectorEnv('tests.experiments.toy_env:RobustSafeGridToy-v0', 2, seed=0, workers=2)\n"
         "v.reset()\n"
@@ -146,7 +146,7 @@ def test_workers_exit_quietly_when_the_parent_is_killed():
         "    v.step(np.zeros((2, 1), np.float32))\n"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import numpy as np\n" + script],
+        [sys.executable, "-c", script],
         cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
