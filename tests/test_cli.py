@@ -2,24 +2,16 @@ import json
 
 import pytest
 import torch
+from tiny_config import tiny_config
 
 from robustsafe.agent import load_agent, save_agent
 from robustsafe.cli import main
-from robustsafe.config import PPOLagConfig, TrainConfig
 from robustsafe.train import train
 
 
 @pytest.fixture
 def toy_run(tmp_path, toy_env_id):
-    cfg = TrainConfig(
-        env_id=toy_env_id,
-        epochs=1,
-        steps_per_epoch=40,
-        num_envs=2,
-        workers=0,
-        ppo=PPOLagConfig(hidden=(8, 8), actor_passes=1, critic_passes=1),
-    )
-    return train(cfg, tmp_path / "run", progress=False)
+    return train(tiny_config(toy_env_id), tmp_path / "run", progress=False)
 
 
 def test_evaluate_writes_json_and_prints_a_table(toy_run, tmp_path, capsys):

@@ -3,10 +3,10 @@ import json
 import numpy as np
 import pytest
 import torch
+from tiny_config import tiny_config
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
-from robustsafe.config import PPOLagConfig, TrainConfig
 from robustsafe.envs import VectorEnv
 from robustsafe.evaluate import evaluate_agent, parse_epsilons, run_episodes
 from robustsafe.fit_critics import fit_critics
@@ -15,14 +15,8 @@ from robustsafe.train import train
 
 @pytest.fixture(scope="module")
 def toy_agent_dir(tmp_path_factory, toy_env_id):
-    cfg = TrainConfig(
-        env_id=toy_env_id,
-        epochs=2,
-        steps_per_epoch=80,
-        num_envs=4,
-        workers=0,
-        ppo=PPOLagConfig(hidden=(16, 16), actor_passes=2, critic_passes=2),
-    )
+    ppo = {"hidden": (16, 16), "actor_passes": 2, "critic_passes": 2}
+    cfg = tiny_config(toy_env_id, ppo, epochs=2, steps_per_epoch=80, num_envs=4)
     return train(cfg, tmp_path_factory.mktemp("agent") / "run", progress=False)
 
 

@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+from tiny_config import tiny_config
 
 from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mode, preset
 from robustsafe.critics import QCritics
@@ -53,13 +54,12 @@ MODES = ["random", "adv-mc", "adv-mr", "adv-mix:0.5", "sa-mad", "sa-mc", "sa-mr"
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_trains(tmp_path, toy_env_id, mode):
-    cfg = TrainConfig(
-        env_id=toy_env_id,
+    cfg = tiny_config(
+        toy_env_id,
+        {"hidden": (16, 16), "actor_passes": 2, "critic_passes": 2, "minibatch_size": 40},
         epochs=3,
         steps_per_epoch=80,
         num_envs=4,
-        workers=0,
-        ppo=PPOLagConfig(hidden=(16, 16), actor_passes=2, critic_passes=2, minibatch_size=40),
         robust=RobustConfig(mode=mode, epsilon=0.1, schedule_start=1, schedule_length=2),
     )
     rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
@@ -76,14 +76,8 @@ def test_every_mode_trains(tmp_path, toy_env_id, mode):
 def test_adversarial_rollouts_feed_true_observations_to_the_q_critics(tmp_path, toy_env_id):
     # adv-mc at full budget from epoch 1: the policy acts on perturbed observations, but the
     # Q replay holds the true ones (obs[t+1] is exactly the true next observation of step t).
-    cfg = TrainConfig(
-        env_id=toy_env_id,
-        epochs=1,
-        steps_per_epoch=40,
-        num_envs=2,
-        workers=0,
-        ppo=PPOLagConfig(hidden=(8, 8), actor_passes=1, critic_passes=1),
-        robust=RobustConfig(mode="adv-mc", epsilon=0.2, schedule="constant"),
+    cfg = tiny_config(
+        toy_env_id, robust=RobustConfig(mode="adv-mc", epsilon=0.2, schedule="constant")
     )
     run = train(cfg, tmp_path / "run", progress=False)
     assert float(train_metrics(run)[0]["time_attack"]) > 0.0
@@ -172,13 +166,10 @@ def test_paper_presets_use_the_original_exponential_schedule_fast_ones_linear():
 
 
 def test_a_linear_schedule_ending_after_the_last_epoch_warns(tmp_path, toy_env_id):
-    cfg = TrainConfig(
-        env_id=toy_env_id,
-        epochs=1,
+    cfg = tiny_config(
+        toy_env_id,
+        {"hidden": (8,)},
         steps_per_epoch=20,
-        num_envs=2,
-        workers=0,
-        ppo=PPOLagConfig(hidden=(8,), actor_passes=1, critic_passes=1),
         robust=RobustConfig(mode="adv-mc", schedule_start=0, schedule_length=4),
     )
     with pytest.warns(UserWarning, match="reaches 0.05 at epoch 4, after the last epoch"):
@@ -188,16 +179,13 @@ def test_a_linear_schedule_ending_after_the_last_epoch_warns(tmp_path, toy_env_i
 def test_observation_normaliser_changes_after_the_update(tmp_path, toy_env_id):
     # The first update sees the statistics the rollout was collected with: the policy ratio
     # starts at 1, so a single full-batch pass is never stopped by the KL check.
-    cfg = TrainConfig(
-        env_id=toy_env_id,
+    cfg = tiny_config(
+        toy_env_id,
+        {"hidden": (8,), "minibatch_size": None, "target_kl": 1e-6},
         epochs=2,
         steps_per_epoch=80,
         num_envs=4,
-        workers=0,
         obs_normalization=True,
-        ppo=PPOLagConfig(
-            hidden=(8,), actor_passes=1, critic_passes=1, minibatch_size=None, target_kl=1e-6
-        ),
     )
     rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
     assert [float(r["actor_passes"]) for r in rows] == [1.0, 1.0]

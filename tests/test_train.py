@@ -3,25 +3,17 @@ import math
 
 import pytest
 import torch
+from tiny_config import tiny_config
 
 from robustsafe.agent import load_agent
-from robustsafe.config import PPOLagConfig, TrainConfig
+from robustsafe.config import TrainConfig
 from robustsafe.train import train
 
 
 def _tiny(env_id: str, **kw) -> TrainConfig:
-    base = dict(
-        env_id=env_id,
-        seed=3,
-        epochs=3,
-        steps_per_epoch=80,
-        num_envs=4,
-        workers=0,
-        torch_threads=1,
-        ppo=PPOLagConfig(hidden=(16, 16), actor_passes=3, critic_passes=3, minibatch_size=32),
-    )
-    base.update(kw)
-    return TrainConfig(**base)
+    ppo = {"hidden": (16, 16), "actor_passes": 3, "critic_passes": 3, "minibatch_size": 32}
+    base = dict(seed=3, epochs=3, steps_per_epoch=80, num_envs=4, torch_threads=1)
+    return tiny_config(env_id, ppo, **{**base, **kw})
 
 
 def _params(run_dir):
