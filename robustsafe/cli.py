@@ -6,6 +6,8 @@ import argparse
 import math
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -248,7 +250,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
         if args.dry_run:
             print(format_plan(plan_grid(spec)))
             return 0
-        results = _run_grid_stoppable(run_grid, spec)
+        with _sigterm_as_interrupt():
+            results = run_grid(spec)
     except (ValueError, RuntimeError) as err:
         raise CLIError(str(err)) from None
     except KeyboardInterrupt:
@@ -262,16 +265,17 @@ def cmd_grid(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def _run_grid_stoppable(run_grid, spec):
-    """``run_grid`` with SIGTERM treated like Ctrl-C, so that a ``kill`` of the grid also stops
-    the processes it started instead of leaving them running on their own."""
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C inside the block, so that a ``kill`` of the grid also stops the
+    processes it started instead of leaving them running on their own."""
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
-        return run_grid(spec)
+        yield
     finally:
         signal.signal(signal.SIGTERM, previous)
 
