@@ -226,6 +226,26 @@ class _EnvGroup:
             reward[k], cost[k], term[k], trunc[k] = r, c, te, tr
         return obs, next_obs, reward, cost, term, trunc
 
+    def replay(self, seeds: Sequence[int], actions: Sequence[np.ndarray]) -> tuple:
+        """Reset env k from ``seeds[k]`` and step it through ``actions[k]`` (none may end
+        the episode); returns the observations and each episode's return, cost and length."""
+        n = len(self.envs)
+        obs = np.empty((n, self.envs[0].obs_dim), np.float32)
+        ret, cost = np.zeros(n), np.zeros(n)
+        length = np.zeros(n, np.int64)
+        for k, (env, s, acts) in enumerate(zip(self.envs, seeds, actions, strict=True)):
+            obs[k] = env.reset(int(s))
+            for a in acts:
+                obs[k], r, c, te, tr, _ = env.step(a)
+                ret[k] += r
+                cost[k] += c
+                length[k] += 1
+                if te or tr:
+                    raise RuntimeError(
+                        f"environment {self.indices[k]} ended its episode while replaying it"
+                    )
+        return obs, ret, cost, length
+
     def close(self) -> None:
         for e in self.envs:
             e.close()
@@ -326,6 +346,22 @@ class VectorEnv:
             p.send(("reset", None if seeds is None else list(seeds[s])))
         return np.concatenate([self._recv(p) for p in self._pipes])
 
+    def replay(self, seeds: Sequence[int], actions: Sequence[np.ndarray]) -> np.ndarray:
+        """Bring every env to the middle of an episode: env k resets from ``seeds[k]`` and
+        takes ``actions[k]`` (shape ``(steps_k, act_dim)``); the episode statistics resume from
+        there. Returns the observations. Exact for deterministic simulators (resuming a run)."""
+        if len(seeds) != self.num_envs or len(actions) != self.num_envs:
+            raise ValueError(f"replay needs {self.num_envs} seeds and action sequences")
+        if self._local is not None:
+            obs, ret, cost, length = self._local.replay(seeds, actions)
+        else:
+            for p, s in zip(self._pipes, self._slices, strict=True):
+                p.send(("replay", (list(seeds[s]), list(actions[s]))))
+            replies = [self._recv(p) for p in self._pipes]
+            obs, ret, cost, length = (np.concatenate(x) for x in zip(*replies, strict=True))
+        self._ret[:], self._cost[:], self._len[:] = ret, cost, length
+        return obs
+
     def step(self, actions: np.ndarray, reset_seeds: np.ndarray | None = None) -> VecStep:
         """Step every env; an env whose episode ends restarts from ``reset_seeds[i]`` if
         given, else from its own stream."""
@@ -395,6 +431,8 @@ def _worker(pipe: Any, env_id: str, seed: int, indices: list[int], kwargs: dict)
                 pipe.send(("ok", group.step(*arg)))
             elif cmd == "reset":
                 pipe.send(("ok", group.reset(arg)))
+            elif cmd == "replay":
+                pipe.send(("ok", group.replay(*arg)))
             elif cmd == "seed":
                 group.seed(arg)
                 pipe.send(("ok", None))

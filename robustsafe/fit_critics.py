@@ -16,8 +16,7 @@ from robustsafe.agent import Agent
 from robustsafe.critics import CriticConfig, CriticTrainer, QCritics
 from robustsafe.envs import VectorEnv
 from robustsafe.evaluate import check_compatible
-from robustsafe.rollout import collect
-from robustsafe.train import epoch_episode_seed
+from robustsafe.rollout import Collector
 
 
 def fit_critics(
@@ -44,9 +43,10 @@ def fit_critics(
     trainer = CriticTrainer(critics, agent.obs_dim, agent.act_dim, cfg)
     generator = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
+    collector = Collector(vec, seed)
     history = []
     for epoch in range(1, epochs + 1):
-        res = collect(vec, agent.actor, rollout_len, epoch_episode_seed(seed, epoch), generator)
+        res = collector.collect(agent.actor, rollout_len, generator)
         ro = res.rollout
         n = ro.size
         trainer.add_rollout(ro)

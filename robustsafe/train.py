@@ -10,8 +10,9 @@ A run directory holds:
     state.pt               everything needed to resume: optimisers, PID state, replay buffer,
                            random-generator states, epoch counter
 
-Every file is written atomically. Each epoch starts fresh episodes from seeds derived from
-(seed, epoch), so a run killed at any point and resumed with ``resume=True`` ends with the same
+Every file is written atomically. Episodes continue across epochs (``rollout.Collector``);
+the state holds each env's episode number and the actions of its episode so far, which resuming
+replays, so a run killed at any point and resumed with ``resume=True`` ends with the same
 parameters as an uninterrupted run.
 """
 
@@ -36,15 +37,11 @@ from robustsafe.critics import CriticTrainer
 from robustsafe.envs import VectorEnv
 from robustsafe.learners.ppo_lag import PPOLagrangian
 from robustsafe.nets import GaussianActor
-from robustsafe.rollout import Perturbation, collect
+from robustsafe.rollout import Collector, Perturbation
 from robustsafe.schedule import epsilon_at
 
-STATE_FORMAT = "robustsafe-train-state"
-
-
-def epoch_episode_seed(seed: int, epoch: int) -> int:
-    """The seed of the episodes of ``epoch`` (1-based) in a run seeded with ``seed``."""
-    return int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0])
+# v2: episodes continue across epochs (the state holds the collector's episodes in progress).
+STATE_FORMAT = "robustsafe-train-state-v2"
 
 
 def gaussian_kl(mean_p: torch.Tensor, mean_q: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -180,6 +177,20 @@ def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
         )
 
 
+def _warn_no_finished_episode(epoch: int, cfg: TrainConfig, episode_steps: int | None) -> None:
+    """Said once per run: the multiplier only moves in epochs that finish an episode."""
+    length = f"{episode_steps}-step" if episode_steps else "unbounded"
+    warnings.warn(
+        f"epoch {epoch} finished no episode ({cfg.rollout_length} steps per env per epoch, "
+        f"{length} episodes): the Lagrange multiplier is updated only in epochs that finish "
+        "episodes. Episodes continue across epochs, so training goes on; for a multiplier that "
+        "moves every epoch give each env at least an episode per epoch (steps_per_epoch / "
+        "num_envs >= the episode length)",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def train(
     cfg: TrainConfig,
     out_dir: str | Path,
@@ -221,18 +232,23 @@ def train(
         learner = PPOLagrangian(actor, v_r, v_c, cfg.ppo, cfg.pid)
         critic_trainer = CriticTrainer(critics, vec.obs_dim, vec.act_dim, cfg.critics)
         hooks = _RobustHooks(cfg, actor, critics, generator)
+        collector = Collector(vec, cfg.seed)
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0
         if resume:
             state = torch.load(state_path, map_location="cpu", weights_only=False)
             if state.get("format") != STATE_FORMAT:
-                raise ValueError(f"{state_path} is not a RobustSafe training state")
+                raise ValueError(
+                    f"{state_path} is not a training state of this RobustSafe version "
+                    f"(format {state.get('format')!r}, expected {STATE_FORMAT!r})"
+                )
             learner.load_state_dict(state["learner"])
             critics.load_state_dict(state["critics"])
             critic_trainer.load_state_dict(state["critic_trainer"])
             torch.set_rng_state(state["torch_rng"])
             generator.set_state(state["generator"])
             np_rng.bit_generator.state = state["np_rng"]
+            collector.load_state_dict(state["collector"])
             start_epoch, env_steps = int(state["epoch"]), int(state["env_steps"])
             elapsed = float(state["elapsed"])
 
@@ -253,20 +269,21 @@ def train(
             )
         t_start = t_call - elapsed
         last_return = last_cost = float("nan")
+        no_episode_epochs = 0
         for epoch in range(start_epoch + 1, cfg.epochs + 1):
             t_epoch = time.perf_counter()
-            result = collect(
-                vec,
-                actor,
-                cfg.rollout_length,
-                epoch_episode_seed(cfg.seed, epoch),
-                generator,
-                hooks.rollout_perturbation(epoch),
+            result = collector.collect(
+                actor, cfg.rollout_length, generator, hooks.rollout_perturbation(epoch)
             )
             ro = result.rollout
             t_update = time.perf_counter()
             eps = result.episodes
+            # The multiplier follows the costs of the episodes that finished this epoch.
             mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
+            if not eps:
+                no_episode_epochs += 1
+                if no_episode_epochs == 1:
+                    _warn_no_finished_episode(epoch, cfg, vec.max_episode_steps)
             t_sa = time.perf_counter()
             extra = hooks.sa_regularizer(torch.from_numpy(ro.obs.reshape(ro.size, -1)))
             t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
@@ -325,6 +342,7 @@ def train(
                     "torch_rng": torch.get_rng_state(),
                     "generator": generator.get_state(),
                     "np_rng": np_rng.bit_generator.state,
+                    "collector": collector.state_dict(),
                 },
                 state_path,
             )

@@ -1,0 +1,119 @@
+"""Episodes that continue across epochs: bootstrapping, the multiplier, exact resume."""
+
+import csv
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from tiny_config import tiny_config
+
+from robustsafe.agent import load_agent
+from robustsafe.envs import VectorEnv
+from robustsafe.nets import GaussianActor
+from robustsafe.pid import PIDConfig
+from robustsafe.rollout import Collector
+from robustsafe.train import train
+
+
+def _params(run_dir):
+    agent = load_agent(run_dir)
+    return torch.cat([p.flatten() for p in agent.actor.state_dict().values()])
+
+
+def _rows(run_dir):
+    return list(csv.DictReader((run_dir / "metrics.csv").open()))
+
+
+def _actor(vec):
+    torch.manual_seed(0)
+    return GaussianActor(vec.obs_dim, vec.act_dim, (8,), -0.5, -1.0, 1.0)
+
+
+def test_episodes_go_on_across_collect_calls(toy_env_id):
+    # 20-step episodes, 8 steps per call: the first episode of each env ends at step 20,
+    # i.e. in the third call, and the second call's first observation is the first call's
+    # last next observation.
+    with VectorEnv(toy_env_id, 2, seed=0) as vec:
+        col = Collector(vec, seed=0)
+        actor, gen = _actor(vec), torch.Generator().manual_seed(0)
+        first = col.collect(actor, 8, gen)
+        second = col.collect(actor, 8, gen)
+        third = col.collect(actor, 8, gen)
+    assert not first.episodes and not second.episodes
+    np.testing.assert_array_equal(second.rollout.true_obs[0], first.rollout.next_obs[-1])
+    assert [e.length for e in third.episodes] == [20, 20]
+    assert third.rollout.truncated[3].all() and not third.rollout.truncated[:3].any()
+    np.testing.assert_allclose(
+        [e.ret for e in third.episodes],
+        np.concatenate([r.rollout.reward for r in (first, second, third)])[:20].sum(0),
+    )
+
+
+def test_collector_state_replays_to_the_same_point(toy_env_id):
+    with VectorEnv(toy_env_id, 3, seed=0) as vec:
+        col = Collector(vec, seed=5)
+        actor, gen = _actor(vec), torch.Generator().manual_seed(1)
+        col.collect(actor, 13, gen)
+        state = col.state_dict()
+        gen_state = gen.get_state()
+        ahead = col.collect(actor, 13, gen)
+    with VectorEnv(toy_env_id, 3, seed=0) as vec:
+        col = Collector(vec, seed=5)
+        col.load_state_dict(state)
+        gen = torch.Generator()
+        gen.set_state(gen_state)
+        again = col.collect(actor, 13, gen)
+    for key in ("obs", "reward", "next_obs", "truncated"):
+        np.testing.assert_array_equal(getattr(ahead.rollout, key), getattr(again.rollout, key))
+    assert [(e.ret, e.length) for e in ahead.episodes] == [
+        (e.ret, e.length) for e in again.episodes
+    ]
+
+
+def test_multiplier_follows_episodes_longer_than_an_epoch(tmp_path, toy_env_id):
+    # 8 steps per env per epoch, 20-step episodes: epochs 1-2 finish none, epoch 3 finishes
+    # one per env. With a negative cost limit every finished episode is "unsafe", so lambda
+    # must leave 0 exactly when the first episodes finish (before, every epoch restarted the
+    # episodes, none ever finished and lambda stayed 0 for good).
+    cfg = tiny_config(
+        toy_env_id, epochs=4, steps_per_epoch=32, num_envs=4, pid=PIDConfig(cost_limit=-1.0)
+    )
+    with pytest.warns(UserWarning, match="finished no episode"):
+        run = train(cfg, tmp_path / "run", progress=False)
+    rows = _rows(run)
+    assert [int(r["episodes"]) for r in rows] == [0, 0, 4, 0]
+    assert [float(r["lambda"]) > 0 for r in rows] == [False, False, True, True]
+    assert math.isnan(float(rows[0]["ep_cost"])) and float(rows[2]["ep_length"]) == 20
+
+
+@pytest.mark.filterwarnings("ignore:epoch 1 finished no episode")
+def test_resume_mid_episode_is_exact(tmp_path, toy_env_id):
+    # 15 steps per env per epoch, 20-step episodes: every epoch boundary but one cuts
+    # episodes, so resuming must restore the envs mid-episode.
+    cfg = tiny_config(toy_env_id, epochs=4, steps_per_epoch=60, num_envs=4, seed=2)
+    full = _params(train(cfg, tmp_path / "full", progress=False))
+    train(cfg, tmp_path / "cut", progress=False, stop_after_epoch=3)
+    resumed = _params(train(cfg, tmp_path / "cut", resume=True, progress=False))
+    assert torch.equal(full, resumed)
+    learning = ("episodes", "ep_return", "ep_cost", "lambda", "approx_kl", "loss_v")
+    assert [[r[k] for k in learning] for r in _rows(tmp_path / "cut")] == [
+        [r[k] for k in learning] for r in _rows(tmp_path / "full")
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:epoch 1 finished no episode")
+def test_resume_mid_episode_on_a_bullet_task_with_workers(tmp_path):
+    # CarRun (200-step episodes), 150 steps per env per epoch, two worker processes: the
+    # PyBullet simulation is restored by replay in another process and must match exactly.
+    cfg = tiny_config(
+        "SafetyCarRun-v0", epochs=2, steps_per_epoch=600, num_envs=4, workers=2, seed=1
+    )
+    full = _params(train(cfg, tmp_path / "full", progress=False))
+    train(cfg, tmp_path / "cut", progress=False, stop_after_epoch=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # "did not replay its episodes exactly"
+        resumed = _params(train(cfg, tmp_path / "cut", resume=True, progress=False))
+    assert torch.equal(full, resumed)
