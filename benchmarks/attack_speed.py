@@ -18,7 +18,7 @@ curved rather than linear. Two actors are used:
 ``--agent`` adds a trained agent (a ``robustsafe train`` run directory or agent file), attacked
 on observations of its own natural episodes; the speed table is then measured on it as well.
 
-The baseline is our re-implementation of the original attacker (REFERENCE.md section 2): one
+The baseline is our re-implementation of the original attacker (the authors' code): one
 state at a time in a Python loop, ``torch.optim.Adam`` with lr 0.1 on delta, at most 60
 iterations, delta clamped to [-eps, eps] after every step, early stop when the loss changed by
 less than 1e-4 and no coordinate of delta by 1e-4 or more; it returns the last iterate. It takes

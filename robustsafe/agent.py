@@ -52,7 +52,16 @@ def build_networks(
     """Fresh networks of the shapes ``cfg`` asks for."""
     norm = ObsNormalizer(obs_dim) if cfg.obs_normalization else None
     h = cfg.ppo.hidden
-    actor = GaussianActor(obs_dim, act_dim, h, act_low, act_high, cfg.ppo.init_log_std, norm)
+    actor = GaussianActor(
+        obs_dim,
+        act_dim,
+        h,
+        act_low,
+        act_high,
+        cfg.ppo.init_log_std,
+        norm,
+        cfg.deterministic_action,
+    )
     return (
         actor,
         ValueCritic(obs_dim, h, norm),

@@ -104,7 +104,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CLIError(str(err)) from None
     num_envs = min(args.num_envs, args.episodes)
     try:
-        vec = VectorEnv(env_id, num_envs, seed=args.seed, workers=args.workers)
+        vec = VectorEnv(
+            env_id,
+            num_envs,
+            seed=args.seed,
+            workers=args.workers,
+            env_kwargs=agent.config.env_kwargs,
+        )
     except ValueError as err:
         raise CLIError(str(err)) from None
     n_runs = 1 + sum(len([e for e in epsilons if e > 0]) for a in attacks if a != "none")
@@ -185,7 +191,13 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else src
     env_id = args.env or agent.config.env_id
     try:
-        vec = VectorEnv(env_id, args.num_envs, seed=args.seed, workers=args.workers)
+        vec = VectorEnv(
+            env_id,
+            args.num_envs,
+            seed=args.seed,
+            workers=args.workers,
+            env_kwargs=agent.config.env_kwargs,
+        )
     except ValueError as err:
         raise CLIError(str(err)) from None
     try:

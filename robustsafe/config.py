@@ -2,13 +2,13 @@
 
 Two presets per task:
 
-- ``paper``: the settings of the paper's appendix C.7 and of its code (REFERENCE.md section 2):
+- ``paper``: the settings of the paper's appendix C.7 and of the authors' code:
   full-batch actor updates (80 iterations, 160 on AntCircle), target KL 0.01, actor gradient
   norm clipped at 0.02, gamma 0.99 and clip 0.2 as in the code (the appendix's 0.995 and "0.02"
   disagree with it; we follow the code, whose numbers the paper reports), only the reward
   advantage normalised. These runs are long (40k-80k steps per epoch).
-- ``fast``: our deviation for the wall-clock benchmarks of issue 2 and for quick experiments.
-  Smaller epochs (one episode per environment, 20 environments), shuffled minibatches of 1024
+- ``fast``: our deviation for quick training on a small machine. Smaller epochs (one episode
+  per environment, 20 environments), shuffled minibatches of 1024
   with 10 passes instead of 80 full-batch steps, target KL 0.02, a larger gradient clip (0.5;
   0.02 with minibatches makes each step tiny), and centred cost advantages. Why: the paper's
   40k-step epochs spend most samples on very few policy updates; on a 2-core machine more,
@@ -82,6 +82,9 @@ def check_mode(mode: str) -> None:
     raise ValueError(f"unknown training mode {mode!r}; accepted: {', '.join(MODES)} (W in [0, 1])")
 
 
+SA_REGULARIZERS = ("mse", "kl")
+
+
 @dataclass(frozen=True)
 class RobustConfig:
     """Robust training (paper section 4, appendix C.3 and C.5).
@@ -97,14 +100,22 @@ class RobustConfig:
                  pi(.|s) detached and s_adv from MAD / MC / MR at full epsilon, computed once
                  per update over the whole batch (SA-PPOL).
     The budget of random and adv modes follows the schedule (``robustsafe.schedule``).
+    ``attacked_fraction`` < 1 attacks only that fraction of the envs in random / adv rollouts
+    (the first ones), the others act on clean observations (a mixed rollout).
+
+    ``sa_regularizer`` is SA-PPOL's smoothness term: ``mse`` (default, the authors' code, whose
+    numbers the paper reports) beta * mean_batch ||mu(s) - mu(s_adv)||^2 on the means only;
+    ``kl`` (the paper's text) beta * KL = beta * sum_i (mu_i(s) - mu_i(s_adv))^2 / (2 sigma_i^2).
     """
 
     mode: str = "vanilla"
     epsilon: float = 0.05
-    schedule: str = "linear"
+    schedule: str = "exp"
     schedule_start: int = 20
     schedule_length: int = 30
+    attacked_fraction: float = 1.0
     sa_beta: float = 1.0
+    sa_regularizer: str = "mse"
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
@@ -116,6 +127,12 @@ class RobustConfig:
             raise ValueError("epsilon and sa_beta must be >= 0")
         if self.schedule_start < 0 or self.schedule_length < 1:
             raise ValueError("schedule_start must be >= 0 and schedule_length >= 1")
+        if not 0.0 < self.attacked_fraction <= 1.0:
+            raise ValueError(f"attacked_fraction must be in (0, 1], got {self.attacked_fraction}")
+        if self.sa_regularizer not in SA_REGULARIZERS:
+            raise ValueError(
+                f"unknown sa_regularizer {self.sa_regularizer!r}; accepted: {SA_REGULARIZERS}"
+            )
 
     @property
     def attacker_name(self) -> str | None:
@@ -137,6 +154,10 @@ class TrainConfig:
     num_envs: int = 20
     workers: int = 2  # subprocesses stepping the envs; 0 steps them in the main process
     obs_normalization: bool = False  # off: the paper's attack budget is in raw units
+    # Time limit of an episode; None: the env's registered length (see the presets).
+    episode_steps: int | None = None
+    # The deterministic policy: "expected" E[clip(a)] or "mean" (robustsafe.nets.GaussianActor).
+    deterministic_action: str = "expected"
     checkpoint_every: int = 1  # epochs between kept agent snapshots (0: only the latest)
     torch_threads: int = 1  # small-batch inference next to busy env workers: 1 is fastest
     ppo: PPOLagConfig = field(default_factory=PPOLagConfig)
@@ -150,6 +171,15 @@ class TrainConfig:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
         if self.workers < 0:
             raise ValueError(f"workers must be >= 0, got {self.workers}")
+        if self.episode_steps is not None and self.episode_steps < 1:
+            raise ValueError(f"episode_steps must be >= 1 or None, got {self.episode_steps}")
+        from robustsafe.nets import DETERMINISTIC_ACTIONS
+
+        if self.deterministic_action not in DETERMINISTIC_ACTIONS:
+            raise ValueError(
+                f"deterministic_action must be one of {DETERMINISTIC_ACTIONS}, "
+                f"got {self.deterministic_action!r}"
+            )
         if self.steps_per_epoch % self.num_envs:
             raise ValueError(
                 f"steps_per_epoch ({self.steps_per_epoch}) must be a multiple of num_envs "
@@ -164,6 +194,11 @@ class TrainConfig:
     def total_steps(self) -> int:
         return self.epochs * self.steps_per_epoch
 
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``gym.make`` for this run's env (the episode length)."""
+        return {} if self.episode_steps is None else {"max_episode_steps": self.episode_steps}
+
 
 def _positive(obj: Any, *names: str) -> None:
     for name in names:
@@ -173,8 +208,8 @@ def _positive(obj: Any, *names: str) -> None:
 
 # ----------------------------------------------------------------------------- presets
 
-# Per task: (epochs, steps per epoch, actor lr, hidden, episode length) from the paper's
-# appendix table C.7 / REFERENCE.md, and learner overrides.
+# Per task, from the paper's appendix C.7 and the authors' code: epochs, steps per epoch, actor
+# lr, network, learner overrides, attack budget and the exponential schedule's start / decay.
 _PAPER_TASKS: dict[str, dict[str, Any]] = {
     "SafetyCarRun-v0": dict(
         epochs=100,
@@ -209,16 +244,19 @@ _PAPER_TASKS: dict[str, dict[str, Any]] = {
     "SafetyAntCircle-v0": dict(
         epochs=800,
         steps_per_epoch=80_000,
+        episode_steps=300,
         ppo=dict(actor_lr=5e-4, hidden=(256, 256), actor_passes=160),
         robust=dict(epsilon=0.025, schedule_start=150, schedule_length=300),
     ),
 }
-# Every epoch starts fresh episodes (that makes resuming exact), so an epoch should hold whole
-# episodes: CarCircle's 40k steps become 42k = 20 envs x 7 episodes of 300 steps.
-
-# The start / length values above are the original code's, for its exponential schedule: the
-# paper presets use that form (with the linear one, CarCircle's 50 + 100 epochs would end at
-# half the budget). The fast presets below use the paper's linear form, with their own values.
+# Episode lengths: Bullet-Safety-Gym 1.4.0's, which are the paper's on every task but two.
+# AntCircle runs 500 steps in 1.4.0 and 300 in the paper: the presets cut it at 300 so that
+# rewards compare with the paper's. DroneRun runs 200 steps in 1.4.0 and 100 in the paper, but
+# 1.4.0 halved the Drone's frame skip, so 200 steps span the paper's 100 in simulated time: kept.
+# Set ``episode_steps`` to change either (``--set episode_steps=500``).
+#
+# The schedule start / length are the original code's, for its exponential form (the paper's
+# text says linear; with the linear form CarCircle's 50 + 100 epochs end at half the budget).
 _PAPER_ALL: dict[str, Any] = dict(robust=dict(schedule="exp"))
 
 _FAST_ALL: dict[str, Any] = dict(
@@ -232,23 +270,68 @@ _FAST_ALL: dict[str, Any] = dict(
         center_cost_advantage=True,
         actor_lr=5e-4,
     ),
-    # The PID is fed once per epoch; with epochs 7-10x shorter than the paper's, the paper's
-    # KI would make the integral grow 7-10x faster per env step. KI scaled to keep it per step.
+    # The PID is fed once per epoch; with epochs 7-20x shorter than the paper's, the paper's
+    # KI would make the integral grow that much faster per env step. KI scaled to keep it.
     pid=dict(ki=0.0005),
-    robust=dict(schedule="linear"),
 )
+# fast: 20 envs, one episode per env per epoch (steps_per_epoch = 20 x episode length), and the
+# original exponential schedule with its start and decay scaled to the same fraction of the run
+# (CarCircle: start 50 / decay 100 of 100 epochs -> 75 / 150 of 150).
 _FAST_TASKS: dict[str, dict[str, Any]] = {
     "SafetyCarRun-v0": dict(
-        epochs=75,
-        steps_per_epoch=4_000,
-        robust=dict(schedule_start=15, schedule_length=22),
+        epochs=150, steps_per_epoch=4_000, robust=dict(schedule_start=30, schedule_length=45)
     ),
     "SafetyCarCircle-v0": dict(
-        epochs=100,
-        steps_per_epoch=6_000,
-        robust=dict(schedule_start=20, schedule_length=30),
+        epochs=150, steps_per_epoch=6_000, robust=dict(schedule_start=75, schedule_length=150)
+    ),
+    "SafetyDroneRun-v0": dict(
+        epochs=150, steps_per_epoch=4_000, robust=dict(schedule_start=12, schedule_length=48)
+    ),
+    "SafetyDroneCircle-v0": dict(
+        epochs=250, steps_per_epoch=6_000, robust=dict(schedule_start=50, schedule_length=50)
+    ),
+    "SafetyAntRun-v0": dict(
+        epochs=250, steps_per_epoch=4_000, robust=dict(schedule_start=50, schedule_length=80)
+    ),
+    "SafetyAntCircle-v0": dict(
+        epochs=300, steps_per_epoch=6_000, robust=dict(schedule_start=56, schedule_length=112)
+    ),
+    # Not in the paper: the Car schedules' fractions, CarRun's (128, 128) network.
+    "SafetyBallRun-v0": dict(
+        epochs=100, steps_per_epoch=2_000, robust=dict(schedule_start=20, schedule_length=30)
+    ),
+    "SafetyBallCircle-v0": dict(
+        epochs=100, steps_per_epoch=4_000, robust=dict(schedule_start=50, schedule_length=100)
+    ),
+    "SafetyBallGather-v0": dict(
+        epochs=100, steps_per_epoch=5_000, robust=dict(schedule_start=50, schedule_length=100)
+    ),
+    "SafetyBallReach-v0": dict(
+        epochs=100, steps_per_epoch=5_000, robust=dict(schedule_start=50, schedule_length=100)
     ),
 }
+
+
+def _episode_length(env_id: str) -> int | None:
+    """The registered time limit of ``env_id``, without building the env (None if unknown)."""
+    import gymnasium as gym
+
+    if env_id.startswith("Safety"):
+        from robustsafe.envs import _register_bullet
+
+        _register_bullet()
+    try:
+        return gym.spec(env_id).max_episode_steps
+    except gym.error.Error:
+        return None
+
+
+def _fast_fallback(env_id: str, episode_steps: int | None) -> dict[str, Any]:
+    """fast settings of a task without its own: one episode per env per epoch (at most 1,000
+    steps per env; episodes continue across epochs anyway), 100 epochs."""
+    length = episode_steps or _episode_length(env_id) or 200
+    return dict(epochs=100, steps_per_epoch=20 * min(length, 1_000))
+
 
 PRESETS = ("paper", "fast")
 
@@ -263,7 +346,7 @@ def preset(
     top-level overrides.
 
     Tasks without a preset of their own (other Bullet-Safety-Gym ids, custom envs) take the
-    CarRun values.
+    CarRun values of ``paper`` and, under ``fast``, one episode per env per epoch.
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; accepted: {', '.join(PRESETS)}")
@@ -271,7 +354,10 @@ def preset(
     layers = [_PAPER_TASKS.get(env_id, _PAPER_TASKS["SafetyCarRun-v0"])]
     layers.append(_PAPER_ALL)
     if name == "fast":
-        layers += [_FAST_ALL, _FAST_TASKS.get(env_id, _FAST_TASKS["SafetyCarRun-v0"])]
+        task = _FAST_TASKS.get(env_id)
+        if task is None:
+            task = _fast_fallback(env_id, overrides.get("episode_steps"))
+        layers += [_FAST_ALL, task]
     values: dict[str, Any] = {}
     groups: dict[str, dict[str, Any]] = {g: {} for g in _GROUPS}
     for layer in layers:

@@ -1,7 +1,7 @@
 """Environments: ``make``, cost extraction, real seeding, and vector envs.
 
 Bullet-Safety-Gym 1.4.0 ignores ``reset(seed=...)`` and draws every reset from numpy's and
-Python's GLOBAL random state (REFERENCE.md section 1). We therefore give each environment its own
+Python's GLOBAL random state. We therefore give each environment its own
 random generator, seeded from ``SeedSequence(seed, spawn_key=(index,))``, and seed the global
 states from it right before each reset. Consequences:
 

@@ -94,7 +94,7 @@ def run_episodes(
         if attack is not None:
             with torch.enable_grad():
                 obs_t = attack(agent, obs_t, generator)
-        act = agent.actor.mean_action(obs_t)
+        act = agent.actor.deterministic_action(obs_t)
         step = vec.step(act.numpy(), reset_seeds=upcoming)
         for ep in step.episodes:
             k = ep.env_index

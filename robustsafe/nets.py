@@ -70,11 +70,36 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+DETERMINISTIC_ACTIONS = ("expected", "mean")
+
+
+def expected_clipped_action(
+    mean: torch.Tensor, std: torch.Tensor, low: torch.Tensor, high: torch.Tensor
+) -> torch.Tensor:
+    """E[clip(a, low, high)] for a ~ N(mean, std^2), per dimension (pure, differentiable).
+
+    With alpha = (low - mean) / std, beta = (high - mean) / std, Phi / phi the standard normal
+    cdf / pdf:  low Phi(alpha) + high (1 - Phi(beta)) + mean (Phi(beta) - Phi(alpha))
+    + std (phi(alpha) - phi(beta)).
+    """
+    unit = Normal(torch.zeros((), dtype=mean.dtype), torch.ones((), dtype=mean.dtype))
+    alpha, beta = (low - mean) / std, (high - mean) / std
+    cdf_a, cdf_b = unit.cdf(alpha), unit.cdf(beta)
+    pdf_a, pdf_b = unit.log_prob(alpha).exp(), unit.log_prob(beta).exp()
+    return low * cdf_a + high * (1 - cdf_b) + mean * (cdf_b - cdf_a) + std * (pdf_a - pdf_b)
+
+
 class GaussianActor(nn.Module):
     """Gaussian policy with a state-independent log-std (paper, appendix C.7).
 
-    The mean is squashed into the action box, ``low + (high - low) * sigmoid(MLP(obs))``, so the
-    deterministic (mean) action used for evaluation and by the attackers is always valid.
+    The mean is squashed into the action box, ``low + (high - low) * sigmoid(MLP(obs))``.
+
+    The deterministic action (evaluation, attackers) is by default the EXPECTED EXECUTED action
+    E[clip(a)] of the stochastic policy, not its mean: Bullet-Safety-Gym 1.4.0 clips actions
+    to [-1, 1] (the paper's copy did not clip Car actions), so where the mean saturates at a
+    bound the trained stochastic policy executes less than it (CarCircle's throttle: mean 1.0,
+    executed 0.89 on average) and the mean action drives faster than the policy the Lagrangian
+    constrained. ``deterministic="mean"`` gives the mean (the paper's protocol text).
     """
 
     def __init__(
@@ -86,8 +111,14 @@ class GaussianActor(nn.Module):
         act_high: float = 1.0,
         init_log_std: float = -0.5,
         obs_normalizer: ObsNormalizer | None = None,
+        deterministic: str = "expected",
     ) -> None:
         super().__init__()
+        if deterministic not in DETERMINISTIC_ACTIONS:
+            raise ValueError(
+                f"deterministic must be one of {DETERMINISTIC_ACTIONS}, got {deterministic!r}"
+            )
+        self.deterministic = deterministic
         self.obs_normalizer = obs_normalizer
         self.net = mlp(obs_dim, hidden, act_dim)
         self.log_std = nn.Parameter(torch.full((act_dim,), float(init_log_std)))
@@ -100,6 +131,15 @@ class GaussianActor(nn.Module):
             self.net(_prepare(self.obs_normalizer, obs))
         )
 
+    def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """The action of the deterministic policy (see the class docstring), differentiable."""
+        mean = self.mean_action(obs)
+        if self.deterministic == "mean":
+            return mean
+        std = self.log_std.exp().to(mean.dtype)
+        low, high = self.act_low.to(mean.dtype), self.act_high.to(mean.dtype)
+        return expected_clipped_action(mean, std, low, high)
+
     def distribution(self, obs: torch.Tensor) -> Normal:
         """pi(.|s) as a diagonal Gaussian."""
         return Normal(self.mean_action(obs), self.log_std.exp().expand(obs.shape[0], -1))
@@ -109,7 +149,7 @@ class GaussianActor(nn.Module):
         return self.distribution(obs).log_prob(act).sum(-1)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.mean_action(obs)
+        return self.deterministic_action(obs)
 
 
 class ValueCritic(nn.Module):
@@ -133,7 +173,7 @@ class QCritic(nn.Module):
     """State-action value Q(s, a) with ``n_heads`` independent heads, reduced by the minimum.
 
     Two heads (clipped double Q) for the reward critic Q_r, one for the cost critic Q_c, as in
-    the paper's implementation (REFERENCE.md section 2).
+    the authors' implementation.
     """
 
     def __init__(

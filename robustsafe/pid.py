@@ -2,7 +2,7 @@
 
 The controller is fed once per epoch with the epoch's mean episode cost J_c and returns the
 multiplier lambda. Without smoothing it is exactly the original implementation
-(REFERENCE.md section 2):
+(the authors' code):
 
     e = J_c - d;  I = max(0, I + e);  D = max(0, e - e_prev)
     lambda = max(0, KP * max(0, e) + KI * I + KD * D)

@@ -75,29 +75,42 @@ class _RobustHooks:
         r = self.cfg
         return epsilon_at(epoch, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
 
-    def rollout_perturbation(self, epoch: int) -> Perturbation | None:
+    def rollout_perturbation(self, epoch: int, num_envs: int) -> Perturbation | None:
+        """nu for this epoch's rollout: the attacker at the scheduled budget, applied to the
+        first ``attacked_fraction`` of the envs (all by default)."""
         eps = self.epsilon(epoch)
         if self.attacker is None or self.sa or eps == 0.0:
             return None
         attacker, actor, critics, gen = self.attacker, self.actor, self.critics, self.generator
-        return lambda obs: attacker(actor, critics, obs, eps, gen)
+        attacked = max(1, round(self.cfg.attacked_fraction * num_envs))
+        if attacked == num_envs:
+            return lambda obs: attacker(actor, critics, obs, eps, gen)
+
+        def mixed(obs: torch.Tensor) -> torch.Tensor:
+            head = attacker(actor, critics, obs[:attacked], eps, gen)
+            return torch.cat([head, obs[attacked:]])
+
+        return mixed
 
     def sa_regularizer(self, obs: torch.Tensor):
-        """SA-PPOL: beta * KL(pi(.|s) || pi_theta(.|s_adv)).
+        """SA-PPOL's smoothness term (``RobustConfig.sa_regularizer``): the authors' code's
+        beta * ||mu(s) - mu(s_adv)||^2 or the paper text's beta * KL(pi(.|s) || pi(.|s_adv)).
 
         s_adv is computed once per update (against the policy that collected the rollout); the
-        clean distribution is the current policy's at every step, without gradient (Algorithm 1).
+        clean action is the current policy's at every step, without gradient (Algorithm 1).
         """
         if not self.sa or self.cfg.sa_beta == 0.0:
             return None
         s_adv = self.attacker(self.actor, self.critics, obs, self.cfg.epsilon, self.generator)
-        beta = self.cfg.sa_beta
+        beta, form = self.cfg.sa_beta, self.cfg.sa_regularizer
 
         def extra(actor: GaussianActor, idx: torch.Tensor) -> torch.Tensor:
             with torch.no_grad():
                 clean_mean = actor.mean_action(obs[idx])
             adv_mean = actor.mean_action(s_adv[idx])
-            return beta * gaussian_kl(clean_mean, adv_mean, actor.log_std).mean()
+            if form == "kl":
+                return beta * gaussian_kl(clean_mean, adv_mean, actor.log_std).mean()
+            return beta * ((clean_mean - adv_mean) ** 2).sum(-1).mean()
 
         return extra
 
@@ -162,16 +175,17 @@ class _MetricsCSV:
 
 
 def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
-    """A linear schedule that ends after the last epoch trains below the evaluation budget."""
+    """A schedule that is far from the full budget at the last epoch trains below the
+    evaluation budget (the original CarCircle schedule ends at 92% of it)."""
     r = cfg.robust
     scheduled = r.mode == "random" or r.mode.startswith("adv-")
-    if scheduled and r.schedule == "linear" and r.schedule_start + r.schedule_length > cfg.epochs:
-        final = epsilon_at(cfg.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+    final = epsilon_at(cfg.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+    if scheduled and final < 0.9 * r.epsilon:
         warnings.warn(
-            f"the linear epsilon schedule reaches {r.epsilon:g} at epoch "
-            f"{r.schedule_start + r.schedule_length}, after the last epoch ({cfg.epochs}): "
-            f"training ends at epsilon {final:.4g}. Set more epochs, or robust.schedule_start / "
-            "robust.schedule_length, or robust.schedule=exp",
+            f"the {r.schedule} epsilon schedule (start {r.schedule_start}, length "
+            f"{r.schedule_length}) ends training at epsilon {final:.4g}, "
+            f"{final / r.epsilon:.0%} of the budget {r.epsilon:g}. Set more epochs, or "
+            "robust.schedule_start / robust.schedule_length",
             UserWarning,
             stacklevel=3,
         )
@@ -224,7 +238,9 @@ def train(
     generator = torch.Generator().manual_seed(cfg.seed + 1)  # actions and minibatches
     np_rng = np.random.default_rng(cfg.seed)  # replay sampling
 
-    vec = VectorEnv(cfg.env_id, cfg.num_envs, seed=cfg.seed, workers=cfg.workers)
+    vec = VectorEnv(
+        cfg.env_id, cfg.num_envs, seed=cfg.seed, workers=cfg.workers, env_kwargs=cfg.env_kwargs
+    )
     try:
         actor, v_r, v_c, critics, norm = build_networks(
             cfg, vec.obs_dim, vec.act_dim, float(vec.act_low.min()), float(vec.act_high.max())
@@ -273,7 +289,10 @@ def train(
         for epoch in range(start_epoch + 1, cfg.epochs + 1):
             t_epoch = time.perf_counter()
             result = collector.collect(
-                actor, cfg.rollout_length, generator, hooks.rollout_perturbation(epoch)
+                actor,
+                cfg.rollout_length,
+                generator,
+                hooks.rollout_perturbation(epoch, cfg.num_envs),
             )
             ro = result.rollout
             t_update = time.perf_counter()

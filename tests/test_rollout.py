@@ -117,3 +117,70 @@ def test_resume_mid_episode_on_a_bullet_task_with_workers(tmp_path):
         warnings.simplefilter("error", RuntimeWarning)  # "did not replay its episodes exactly"
         resumed = _params(train(cfg, tmp_path / "cut", resume=True, progress=False))
     assert torch.equal(full, resumed)
+
+
+def test_expected_clipped_action_against_hand_computed_values():
+    from robustsafe.nets import expected_clipped_action
+
+    t = torch.tensor
+    # mean 1, std 1 in [-1, 1]: alpha = -2, beta = 0;
+    # -Phi(-2) + (1 - Phi(0)) + (Phi(0) - Phi(-2)) + (phi(-2) - phi(0))
+    # = -0.0227501 + 0.5 + 0.4772499 + (0.0539910 - 0.3989423) = 0.6095485
+    got = expected_clipped_action(t([1.0]), t([1.0]), t([-1.0]), t([1.0]))
+    assert float(got) == pytest.approx(0.6095485, abs=1e-6)
+    # symmetric around 0 -> 0; a tiny std -> the clipped mean
+    assert float(expected_clipped_action(t([0.0]), t([0.7]), t([-1.0]), t([1.0]))) == 0.0
+    small = expected_clipped_action(t([0.3, 1.0]), t([1e-4, 1e-4]), t([-1.0]), t([1.0]))
+    assert small.tolist() == pytest.approx([0.3, 1.0 - 1e-4 / math.sqrt(2 * math.pi)], abs=1e-7)
+
+
+def test_deterministic_action_is_the_expected_executed_action(toy_env_id):
+    # The default deterministic action is E[clip(a)]; "mean" keeps the Gaussian's mean.
+    torch.manual_seed(0)
+    actor = GaussianActor(2, 1, (8,), -1.0, 1.0, init_log_std=-0.5)
+    with torch.no_grad():
+        actor.net[-1].bias.fill_(4.0)  # mean near the upper bound: clipping matters
+    obs = torch.randn(5, 2)
+    mean = actor.mean_action(obs)
+    expected = actor.deterministic_action(obs)
+    samples = (mean + actor.log_std.exp() * torch.randn(200_000, 5, 1)).clamp(-1, 1).mean(0)
+    assert torch.allclose(expected, samples, atol=3e-3)
+    assert (mean - expected).min() > 0.05
+    actor.deterministic = "mean"
+    assert torch.equal(actor.deterministic_action(obs), mean)
+
+
+def test_mixed_rollouts_attack_only_the_first_envs(toy_env_id):
+    from robustsafe.config import RobustConfig, TrainConfig
+    from robustsafe.train import _RobustHooks
+
+    robust = RobustConfig(mode="random", epsilon=0.1, attacked_fraction=0.5, schedule="constant")
+    hooks = _RobustHooks(
+        TrainConfig(env_id=toy_env_id, robust=robust),
+        GaussianActor(2, 1, (8,)),
+        None,
+        torch.Generator().manual_seed(0),
+    )
+    obs = torch.zeros(4, 2)
+    seen = hooks.rollout_perturbation(1, 4)(obs)
+    assert (seen[:2] != 0).all() and seen[:2].abs().max() <= 0.1
+    assert torch.equal(seen[2:], obs[2:])
+
+
+def test_presets_cover_the_paper_tasks_and_episode_lengths():
+    from robustsafe.config import preset
+
+    # AntCircle is cut at the paper's 300 steps (1.4.0: 500); fast epochs hold one episode
+    # per env; a task without a preset gets one episode per env from its registered length.
+    for name in ("paper", "fast"):
+        assert preset("SafetyAntCircle-v0", name).episode_steps == 300
+        assert preset("SafetyDroneRun-v0", name).episode_steps is None
+    assert preset("SafetyAntCircle-v0", "fast").steps_per_epoch == 20 * 300
+    assert preset("SafetyBallRun-v0", "fast").steps_per_epoch == 20 * 100
+    assert preset("SafetyCarGather-v0", "fast").steps_per_epoch == 20 * 500
+    assert preset(TOY, "fast").steps_per_epoch == 20 * 20
+    with VectorEnv("SafetyAntCircle-v0", 1, env_kwargs={"max_episode_steps": 300}) as vec:
+        assert vec.max_episode_steps == 300
+
+
+TOY = "RobustSafeToyCost-v0"

@@ -60,7 +60,9 @@ def test_every_mode_trains(tmp_path, toy_env_id, mode):
         epochs=3,
         steps_per_epoch=80,
         num_envs=4,
-        robust=RobustConfig(mode=mode, epsilon=0.1, schedule_start=1, schedule_length=2),
+        robust=RobustConfig(
+            mode=mode, epsilon=0.1, schedule="linear", schedule_start=1, schedule_length=2
+        ),
     )
     rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
     eps = [float(r["epsilon"]) for r in rows]
@@ -150,29 +152,57 @@ def test_sa_regularizer_compares_with_the_current_policy(toy_env_id):
     far = _RobustHooks(cfg_far, actor, critics, torch.Generator().manual_seed(0))
     loss = far.sa_regularizer(obs)(actor, idx)
     loss.backward()
-    assert float(loss.detach()) > 0.0 and actor.log_std.grad is not None
+    # the default (the authors' code) compares means only: sigma gets no gradient from it
+    assert float(loss.detach()) > 0.0 and actor.log_std.grad is None
 
 
-def test_paper_presets_use_the_original_exponential_schedule_fast_ones_linear():
+@pytest.mark.parametrize("form", ["mse", "kl"])
+def test_sa_regularizer_forms_against_hand_computed_values(toy_env_id, form):
+    # A fixed "attacker" s_adv = s + 0.1 on a linear actor with zero weights except
+    # W[0, 0] = 2: the pre-sigmoid outputs differ by 0.2 in action 0 only.
+    from robustsafe.train import _RobustHooks
+
+    robust = RobustConfig(mode="sa-mad", epsilon=0.1, sa_beta=0.5, sa_regularizer=form)
+    actor = GaussianActor(3, 2, ())
+    with torch.no_grad():
+        actor.net[0].weight.zero_()
+        actor.net[0].bias.zero_()
+        actor.net[0].weight[0, 0] = 2.0
+    hooks = _RobustHooks(TrainConfig(env_id=toy_env_id, robust=robust), actor, None, None)
+    hooks.attacker = lambda actor, critics, obs, eps, gen: obs + 0.1
+    obs = torch.zeros(4, 3)
+    loss = float(hooks.sa_regularizer(obs)(actor, torch.arange(4)).detach())
+    # mu_0 = -1 + 2 sigmoid(x): clean x = 0 -> 0; adversarial x = 0.2 -> 2 sigmoid(0.2) - 1
+    d = 2.0 / (1.0 + math.exp(-0.2)) - 1.0  # = 0.0996680
+    if form == "mse":
+        expected = 0.5 * d**2  # beta * mean_batch sum_i dmu_i^2
+    else:
+        expected = 0.5 * d**2 / (2.0 * math.exp(2 * -0.5))  # / (2 sigma^2), log-std -0.5
+    assert loss == pytest.approx(expected, rel=1e-5)
+
+
+def test_paper_presets_use_the_original_exponential_schedule_fast_ones_too():
     paper = preset("SafetyCarCircle-v0", "paper", mode="adv-mc")
     assert paper.robust.schedule == "exp"
     r = paper.robust
     final = epsilon_at(paper.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
     assert final > 0.9 * r.epsilon
-    for env in ("SafetyCarRun-v0", "SafetyCarCircle-v0"):
+    for env in ("SafetyCarRun-v0", "SafetyCarCircle-v0", "SafetyDroneRun-v0"):
         fast = preset(env, "fast", mode="adv-mc")
-        assert fast.robust.schedule == "linear"
-        assert fast.robust.schedule_start + fast.robust.schedule_length <= fast.epochs
+        r = fast.robust
+        assert r.schedule == "exp"
+        final = epsilon_at(fast.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+        assert final > 0.9 * r.epsilon
 
 
-def test_a_linear_schedule_ending_after_the_last_epoch_warns(tmp_path, toy_env_id):
+def test_a_schedule_ending_far_below_the_budget_warns(tmp_path, toy_env_id):
     cfg = tiny_config(
         toy_env_id,
         {"hidden": (8,)},
         steps_per_epoch=20,
-        robust=RobustConfig(mode="adv-mc", schedule_start=0, schedule_length=4),
+        robust=RobustConfig(mode="adv-mc", schedule="linear", schedule_start=0, schedule_length=4),
     )
-    with pytest.warns(UserWarning, match="reaches 0.05 at epoch 4, after the last epoch"):
+    with pytest.warns(UserWarning, match="ends training at epsilon 0.0125, 25% of the budget"):
         train(cfg, tmp_path / "run", progress=False)
 
 
