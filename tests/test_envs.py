@@ -1,3 +1,4 @@
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -49,24 +50,70 @@ def test_subprocess_workers_match_in_process_and_differ_from_each_other():
     assert len({tuple(np.round(s, 6)) for s in starts}) == 4  # every worker starts differently
 
 
-@pytest.mark.slow
+class _EarlyEndEnv(gym.Env):
+    """A 1-D walk x += 0.1 a from a start drawn from numpy's global state (as Bullet-Safety-Gym
+    draws), terminated once |x| > 1: episode lengths depend on the actions."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Box(-10.0, 10.0, (1,), np.float64)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.x = 0.0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = float(np.random.uniform(-0.5, 0.5))
+        return np.array([self.x]), {}
+
+    def step(self, action):
+        self.x += 0.1 * float(action[0])
+        return np.array([self.x]), float(action[0]), abs(self.x) > 1.0, False, {}
+
+
+EARLY_END_ID = "RobustSafeToyEarlyEnd-v0"
+if EARLY_END_ID not in gym.registry:
+    gym.register(EARLY_END_ID, entry_point=_EarlyEndEnv, max_episode_steps=20)
+
+
+def _episode_starts(actions: list[float], steps: int = 60):
+    """Per env: the x of each episode's start, and the lengths of its finished episodes."""
+    n = len(actions)
+    with VectorEnv(EARLY_END_ID, n, seed=1) as vec:
+        vec.seed(1)
+        obs = vec.reset()
+        starts = {i: [float(obs[i, 0])] for i in range(n)}
+        lengths: dict[int, list[int]] = {i: [] for i in range(n)}
+        act = np.array(actions, np.float32)[:, None]
+        for _ in range(steps):
+            step = vec.step(act)
+            for e in step.episodes:
+                starts[e.env_index].append(float(step.obs[e.env_index, 0]))
+                lengths[e.env_index].append(e.length)
+    return starts, lengths
+
+
 def test_episode_statistics_and_pairing_survive_different_episode_lengths(toy_env_id):
-    # Env 0's second episode must start the same whatever happened in the first.
+    # The k-th episode of env i starts from the same state whatever the lengths of the earlier
+    # episodes of env i and of the other envs, and however many envs run beside it. Pushing
+    # right or left ends an episode once |x| > 1 (after 6-16 steps); action 0 runs to the
+    # 20-step limit. Every run has its episodes end at different times.
+    a_starts, a_len = _episode_starts([1.0, 1.0])
+    b_starts, b_len = _episode_starts([0.0, -1.0])
+    c_starts, c_len = _episode_starts([-1.0, 0.0, 1.0])
+    assert b_len[0] == [20, 20, 20] and c_len[1] == [20, 20, 20]
+    assert a_len[0] != b_len[0] and a_len[1] != b_len[1] and a_len[1] != c_len[1]
+    assert a_len[0] != a_len[1]  # the two envs of run A reset at different steps
+    for i in (0, 1):
+        k = 4  # starts of the first 4 episodes (every run has at least 4 of each env)
+        assert a_starts[i][:k] == b_starts[i][:k] == c_starts[i][:k], i
+        assert len(set(a_starts[i][:k])) == k  # successive episodes differ
+    assert a_starts[0][:4] != a_starts[1][:4]  # and so do envs
+    # episode statistics: return = sum of actions, cost counted where |x| > 1
     with VectorEnv(toy_env_id, 2, seed=1) as vec:
-        starts = []
-        for scale in (1.0, -1.0):
-            vec.seed(1)
-            vec.reset()
-            eps = []
-            first_obs_after_end = None
-            while not eps:
-                step = vec.step(np.full((2, 1), scale, np.float32))
-                eps = step.episodes
-                first_obs_after_end = step.obs
-            starts.append(first_obs_after_end)
-            assert [e.length for e in eps] == [20, 20]
-            assert eps[0].ret == pytest.approx(20 * scale)
-        np.testing.assert_array_equal(starts[0][:, 0], starts[1][:, 0])
+        vec.reset()
+        eps = []
+        while not eps:
+            eps = vec.step(np.array([[1.0], [-1.0]], np.float32)).episodes
+    assert [(e.env_index, e.length, e.ret) for e in eps] == [(0, 20, 20.0), (1, 20, -20.0)]
 
 
 def test_cost_is_float_and_zero_when_missing(toy_env_id):

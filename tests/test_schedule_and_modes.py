@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 from tiny_config import tiny_config
@@ -49,11 +50,63 @@ def test_modes_are_checked():
     assert preset("SafetyAntRun-v0", "paper").robust.epsilon == 0.025
 
 
-MODES = ["random", "adv-mc", "adv-mr", "adv-mix:0.5", "sa-mad", "sa-mc", "sa-mr"]
+MODES = ["vanilla", "random", "adv-mc", "adv-mr", "adv-mix:0.5", "sa-mad", "sa-mc", "sa-mr"]
+# (w_c, w_r) of the objective w_c Q_c(s, mu(s~)) + w_r Q_r(s, mu(s~)) each critic attack raises
+CRITIC_OBJECTIVE = {"adv-mc": (1.0, 0.0), "adv-mr": (0.0, 1.0), "adv-mix:0.5": (0.5, 0.5)}
+
+
+def _objective_gain(hooks, obs: torch.Tensor, seen: torch.Tensor, w_c: float, w_r: float) -> float:
+    """Mean over the batch of the critic objective at the perturbed minus the clean observation,
+    with the actor and critics the attack used (Q at the clean state, as the attackers do)."""
+    with torch.no_grad():
+
+        def f(o: torch.Tensor) -> torch.Tensor:
+            a = hooks.actor.mean_action(o)
+            return w_c * hooks.critics.q_cost(obs, a) + w_r * hooks.critics.q_reward(obs, a)
+
+        return float((f(seen) - f(obs)).mean())
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_every_mode_trains(tmp_path, toy_env_id, mode):
+def test_every_mode_changes_what_it_should(tmp_path, toy_env_id, mode, monkeypatch):
+    # What each mode must change, seen from the inside of a 3-epoch run (schedule: epsilon 0,
+    # 0.05, 0.1 in epochs 1-3): the observations the policy acts on in the rollouts the learner
+    # gets, the critic objective the rollout attack raises, and SA-PPOL's extra actor loss.
+    from robustsafe.learners.ppo_lag import PPOLagrangian
+    from robustsafe.train import _RobustHooks
+
+    rollouts: list[tuple[np.ndarray, np.ndarray]] = []  # (obs acted on, true obs) per epoch
+    # epoch -> (objective gain of the attack, of a uniform draw in the box) at each step
+    gains: dict[int, list[tuple[float, float]]] = {}
+    noise = torch.Generator().manual_seed(0)
+    attackers: set[str | None] = set()  # the attacker each epoch's hooks hold
+    update, perturbation = PPOLagrangian.update, _RobustHooks.rollout_perturbation
+
+    def spy_update(self, ro, *args, **kwargs):
+        rollouts.append((ro.obs.copy(), ro.true_obs.copy()))
+        return update(self, ro, *args, **kwargs)
+
+    def spy_perturbation(self, epoch):
+        attackers.add(None if self.attacker is None else self.attacker.name)
+        perturb = perturbation(self, epoch)
+        if perturb is None or mode not in CRITIC_OBJECTIVE:
+            return perturb
+        eps_now = self.epsilon(epoch)
+
+        def recorded(obs):
+            seen = perturb(obs)
+            # a uniform draw in the same box: the baseline an optimised attack must beat
+            box = (2 * torch.rand(obs.shape, generator=noise, dtype=obs.dtype) - 1) * eps_now
+            w = CRITIC_OBJECTIVE[mode]
+            gains.setdefault(epoch, []).append(
+                (_objective_gain(self, obs, seen, *w), _objective_gain(self, obs, obs + box, *w))
+            )
+            return seen
+
+        return recorded
+
+    monkeypatch.setattr(PPOLagrangian, "update", spy_update)
+    monkeypatch.setattr(_RobustHooks, "rollout_perturbation", spy_perturbation)
     cfg = tiny_config(
         toy_env_id,
         {"hidden": (16, 16), "actor_passes": 2, "critic_passes": 2, "minibatch_size": 40},
@@ -65,24 +118,61 @@ def test_every_mode_trains(tmp_path, toy_env_id, mode):
         ),
     )
     rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
+    # the attacker the mode names (SA modes use theirs in the regulariser)
+    assert attackers == {None if mode == "vanilla" else mode.split("-", 1)[-1]}
     eps = [float(r["epsilon"]) for r in rows]
+    shift = [float(np.abs(obs - true).max()) for obs, true in rollouts]
+    assert len(shift) == 3
+    if mode == "vanilla" or mode.startswith("sa-"):
+        # clean rollouts: the policy acts on the true observation in every epoch
+        assert shift == [0.0, 0.0, 0.0]
+        assert eps == ([0.0] * 3 if mode == "vanilla" else [0.1] * 3)
+    else:
+        # perturbed rollouts once the schedule starts, inside the l_inf box of that epoch
+        assert eps == pytest.approx([0.0, 0.05, 0.1])
+        assert shift[0] == 0.0
+        for s, e in zip(shift[1:], eps[1:], strict=True):
+            assert 0.0 < s <= e + 1e-6
+    if mode == "random":
+        # uniform in the box, not pushed to its corners: about half of the 640 coordinates of
+        # epoch 3 lie within eps / 2 of the true value
+        obs, true = rollouts[2]
+        assert 0.4 < float(np.mean(np.abs(obs - true) < 0.05)) < 0.6
     if mode.startswith("sa-"):
-        assert eps == [0.1, 0.1, 0.1]
         assert all(float(r["extra_actor_loss"]) > 0 for r in rows)
     else:
-        assert eps == pytest.approx([0.0, 0.05, 0.1])
-        assert float(rows[0]["time_attack"]) == 0.0  # no attack while epsilon is 0
-        assert float(rows[-1]["time_attack"]) > 0.0
+        assert "extra_actor_loss" not in rows[0]
+    if mode in CRITIC_OBJECTIVE:
+        # In each attacked epoch the attack raises its own objective well above what noise in
+        # the same box does: an ascent gains ~ eps |grad|_1 per state, a uniform draw averages
+        # out to second order (here 10-270x less; 3x leaves room for other attack settings).
+        assert sorted(gains) == [2, 3]
+        for g in gains.values():
+            attack, uniform = np.mean(g, axis=0)
+            assert attack > 3 * abs(uniform), gains
 
 
-def test_adversarial_rollouts_feed_true_observations_to_the_q_critics(tmp_path, toy_env_id):
+def test_adversarial_rollouts_feed_true_observations_to_the_q_critics(
+    tmp_path, toy_env_id, monkeypatch
+):
     # adv-mc at full budget from epoch 1: the policy acts on perturbed observations, but the
     # Q replay holds the true ones (obs[t+1] is exactly the true next observation of step t).
+    from robustsafe.learners.ppo_lag import PPOLagrangian
+
+    acted_on = []
+    update = PPOLagrangian.update
+
+    def spy_update(self, ro, *args, **kwargs):
+        acted_on.append(np.abs(ro.obs - ro.true_obs).max())
+        return update(self, ro, *args, **kwargs)
+
+    monkeypatch.setattr(PPOLagrangian, "update", spy_update)
     cfg = tiny_config(
         toy_env_id, robust=RobustConfig(mode="adv-mc", epsilon=0.2, schedule="constant")
     )
     run = train(cfg, tmp_path / "run", progress=False)
-    assert float(train_metrics(run)[0]["time_attack"]) > 0.0
+    # the policy did act on perturbed observations (else the check below would hold trivially)
+    assert acted_on and acted_on[0] > 0.0
     state = torch.load(run / "state.pt", weights_only=False)
     replay = state["critic_trainer"]["replay"]
     obs, next_obs = replay["obs"], replay["next_obs"]

@@ -32,6 +32,27 @@ from robustsafe.pid import PIDConfig, PIDLagrangian
 ExtraActorLoss = Callable[[GaussianActor, torch.Tensor], torch.Tensor]
 
 
+def ppo_lagrangian_loss(
+    log_ratio: torch.Tensor,
+    adv_r: torch.Tensor,
+    adv_c: torch.Tensor,
+    lam: float,
+    clip_ratio: float,
+) -> torch.Tensor:
+    """The PPO-Lagrangian actor loss (paper Eq. 11, appendix C.2) on one (mini)batch.
+
+    With r = exp(log_ratio) = pi(a|s) / pi_old(a|s):
+
+        L = ( -mean(min(r A_r, clip(r, 1 - c, 1 + c) A_r)) + lam * mean(r A_c) ) / (1 + lam)
+
+    Only the reward term is clipped (the original code). Dividing by 1 + lam keeps the step
+    size bounded as lam grows: the loss moves from pure reward (lam = 0) to pure cost.
+    """
+    ratio = log_ratio.exp()
+    surrogate = torch.min(ratio * adv_r, ratio.clamp(1 - clip_ratio, 1 + clip_ratio) * adv_r).mean()
+    return (-surrogate + lam * (ratio * adv_c).mean()) / (1.0 + lam)
+
+
 class PPOLagrangian:
     def __init__(
         self,
@@ -118,12 +139,9 @@ class PPOLagrangian:
                 if kl > cfg.kl_stop_factor * cfg.target_kl:
                     stop = True
                     break
-                ratio = log_ratio.exp()
-                adv_r, adv_c = data["adv_r"][idx], data["adv_c"][idx]
-                surrogate = torch.min(
-                    ratio * adv_r, ratio.clamp(1 - cfg.clip_ratio, 1 + cfg.clip_ratio) * adv_r
-                ).mean()
-                loss = (-surrogate + lam * (ratio * adv_c).mean()) / (1.0 + lam)
+                loss = ppo_lagrangian_loss(
+                    log_ratio, data["adv_r"][idx], data["adv_c"][idx], lam, cfg.clip_ratio
+                )
                 if extra_actor_loss is not None:
                     extra = extra_actor_loss(self.actor, idx)
                     loss = loss + extra

@@ -103,12 +103,76 @@ def test_run_demo_returns_the_report_and_saves_the_figure(tmp_path):
     assert str(figure) in text
 
 
-def test_report_numbers_are_the_computed_ones():
-    result = compute_demo([1.0])
+def _best_response_values(
+    cmdp, policy: np.ndarray | None, sets: np.ndarray | None, signal: np.ndarray, sign: float
+) -> float:
+    """Value iteration written out here, independent of the library's solvers: the return at
+    mu_0 of the best (sign +1) or worst (sign -1) choice at every state, of an action
+    (``policy`` None: the unconstrained optimum) or of the observed state in B(s) that pi acts
+    on (an optimal deterministic adversary against pi)."""
+    p, g = cmdp.transitions, cmdp.gamma
+    v = np.zeros(cmdp.n_states)
+    for _ in range(600):  # 0.9^600 ~ 1e-28
+        q = (p * (signal + g * v[None, None, :])).sum(axis=2)  # (S, A): one step from s with a
+        if policy is None:
+            v = sign * (sign * q).max(axis=1)
+        else:
+            # value at true state s when the agent sees t: sum_a pi(a|t) q(s, a)
+            seen = q @ policy.T  # (S, S~)
+            v = sign * np.where(sets, sign * seen, -np.inf).max(axis=1)
+    return float(cmdp.initial @ v)
+
+
+def test_report_numbers_match_an_independent_computation():
+    # The report's numbers are parsed from its text and checked against values computed here
+    # by other means: Lemma 2, value iteration, and Theorem 3's formula by hand.
+    world = shortcut_gridworld()
+    cmdp = world.cmdp
+    result = compute_demo([1.0], world)
     text = format_report(result)
-    mc = result.attacks[1.0]["max_cost"].values
-    assert f"{mc.reward_return:8.4f} {mc.cost_return:8.4f}" in text
-    assert f"{result.bounds[1.0].episodic_bound_paper:11.2f}" in text
+    num = r"([-+]?\d+\.\d+)"
+    unc = re.search(rf"Unconstrained optimum\s+V_r = {num}\s+V_c = {num}", text)
+    nat = re.search(rf"^\s+-\s+natural\s+{num}\s+{num}$", text, re.M)
+    assert unc is not None and nat is not None
+    rows = {
+        m[0]: [float(x) for x in m[1:]]
+        for m in re.findall(
+            rf"^\s+1\s+(MC|MR|min-reward)\s+{num}\s+{num}\s+{num}\s+{num}$", text, re.M
+        )
+    }
+    assert sorted(rows) == ["MC", "MR", "min-reward"]
+    nat_r, nat_c = float(nat[1]), float(nat[2])
+    # Lemma 2: the constrained optimum of a tempting problem spends exactly kappa = 0.5
+    assert nat_c == pytest.approx(cmdp.kappa, abs=1e-4)
+    # the unconstrained optimum's reward, by value iteration over actions
+    assert float(unc[1]) == pytest.approx(
+        _best_response_values(cmdp, None, None, cmdp.reward, 1.0), abs=6e-5
+    )
+    # B(s) at eps 1 from the cells' coordinates: the cell itself and its 4 neighbours
+    cells = np.array([world.cell(s) for s in range(cmdp.n_states)], dtype=float)
+    sets = np.linalg.norm(cells[:, None, :] - cells[None, :, :], axis=2) <= 1.0 + 1e-9
+    pi = result.optimum.policy
+    # each attack's own objective, against the optimal adversary computed here
+    want = {
+        "MC": (1, _best_response_values(cmdp, pi, sets, cmdp.cost, 1.0)),
+        "MR": (0, _best_response_values(cmdp, pi, sets, cmdp.reward, 1.0)),
+        "min-reward": (0, _best_response_values(cmdp, pi, sets, cmdp.reward, -1.0)),
+    }
+    for label, (column, value) in want.items():
+        v_r, v_c, j_s, j_e = rows[label]
+        assert [v_r, v_c][column] == pytest.approx(value, abs=6e-5), label
+        # J_S and J_E are the changes from the natural row (rounding: 4 decimals each)
+        assert j_s == pytest.approx(v_r - nat_r, abs=2e-4), label
+        assert j_e == pytest.approx(v_c - nat_c, abs=2e-4), label
+    # Theorem 3 at eps 1: L = 1 (neighbouring cells where pi* moves differently: TV 1 at
+    # distance 1), max p_s = 0.9 (a move into the hazard succeeds w.p. 1 - slip), gamma 0.9,
+    # kappa 0.5, C_m 1:
+    #   0.5 + 2 * 1 * 1 * 1 * (1 / 0.1 + 4 * 0.9 * 1 * 1 / 0.01) * (0.9 + 0.9 / 0.1)
+    #   = 0.5 + 2 * (10 + 360) * 9.9 = 0.5 + 7326 = 7326.5
+    bounds = re.search(r"^\s+1\s+" + r"\s+".join([num] * 7) + "$", text, re.M)
+    assert bounds is not None
+    l_all, _, p_max, *_, thm3 = (float(x) for x in bounds.groups())
+    assert (l_all, p_max, thm3) == (1.0, 0.9, 7326.5)
 
 
 def test_main_prints_the_report(tmp_path, capsys):
