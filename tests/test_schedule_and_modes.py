@@ -86,9 +86,9 @@ def test_every_mode_changes_what_it_should(tmp_path, toy_env_id, mode, monkeypat
         rollouts.append((ro.obs.copy(), ro.true_obs.copy()))
         return update(self, ro, *args, **kwargs)
 
-    def spy_perturbation(self, epoch):
+    def spy_perturbation(self, epoch, num_envs):
         attackers.add(None if self.attacker is None else self.attacker.name)
-        perturb = perturbation(self, epoch)
+        perturb = perturbation(self, epoch, num_envs)
         if perturb is None or mode not in CRITIC_OBJECTIVE:
             return perturb
         eps_now = self.epsilon(epoch)
