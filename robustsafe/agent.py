@@ -6,8 +6,6 @@ weights_only=True)``: loading a file from someone else cannot run code.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import torch
 from robustsafe.config import TrainConfig, from_dict, to_dict
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor, ObsNormalizer, ValueCritic
+from robustsafe.runstate import first_line, torch_bytes, write_bytes_atomic
 
 AGENT_FORMAT = "robustsafe-agent"
 AGENT_VERSION = 1
@@ -64,19 +63,7 @@ def build_networks(
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
     """Write ``obj`` to ``path`` so that a crash never leaves a half-written file there."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomic(Path(path), torch_bytes(obj))
 
 
 def save_agent(
@@ -121,7 +108,7 @@ def load_agent(path: str | Path) -> Agent:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # truncated, not a torch file, or not an agent
         raise ValueError(
-            f"cannot read agent file {path}: it is corrupt or not an agent ({err})"
+            f"cannot read agent file {path}: it is corrupt or not an agent ({first_line(err)})"
         ) from None
     if not isinstance(data, dict) or data.get("format") != AGENT_FORMAT:
         raise ValueError(f"{path} is not a RobustSafe agent file")
