@@ -491,6 +491,7 @@ def evaluate_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
         str(spec.eval_seed),
         "--out",
         str(plan.run_dir / "eval.json"),
+        "--force",  # a stale evaluation of this run is replaced
         "--workers",
         str(spec.eval_workers),
         "--num-envs",
