@@ -117,15 +117,18 @@ def load_agent(path: str | Path) -> Agent:
             f"{path} has agent format version {data.get('version')}; this RobustSafe reads "
             f"version {AGENT_VERSION}"
         )
-    cfg = from_dict(TrainConfig, data["config"])
-    actor, v_r, v_c, critics, norm = build_networks(
-        cfg, data["obs_dim"], data["act_dim"], data["act_low"], data["act_high"]
-    )
     try:
+        cfg = from_dict(TrainConfig, data["config"])
+        actor, v_r, v_c, critics, norm = build_networks(
+            cfg, data["obs_dim"], data["act_dim"], data["act_low"], data["act_high"]
+        )
         actor.load_state_dict(data["actor"])
         v_r.load_state_dict(data["v_reward"])
         v_c.load_state_dict(data["v_cost"])
         critics.load_state_dict(data["critics"])
-    except (RuntimeError, KeyError) as err:
-        raise ValueError(f"{path}: the stored networks do not match its config ({err})") from None
-    return Agent(cfg, actor, v_r, v_c, critics, norm, int(data["epoch"])).eval()
+        epoch = int(data["epoch"])
+    except (RuntimeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(
+            f"{path}: damaged agent, or its networks do not match its config ({first_line(err)})"
+        ) from None
+    return Agent(cfg, actor, v_r, v_c, critics, norm, epoch).eval()

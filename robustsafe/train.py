@@ -38,7 +38,15 @@ from robustsafe.envs import BULLET_IDS, VectorEnv
 from robustsafe.learners.ppo_lag import PPOLagrangian
 from robustsafe.nets import GaussianActor
 from robustsafe.rollout import Perturbation, collect
-from robustsafe.runstate import LOCK_NAME, clean_temp_files, load_state, run_lock, save_state
+from robustsafe.runstate import (
+    LOCK_NAME,
+    StateFileError,
+    clean_temp_files,
+    first_line,
+    load_state,
+    run_lock,
+    save_state,
+)
 from robustsafe.schedule import epsilon_at
 
 
@@ -382,14 +390,19 @@ def _train(
         start_epoch, env_steps, elapsed = 0, 0, 0.0
         if resume:
             state = load_state(state_path)
-            learner.load_state_dict(state["learner"])
-            critics.load_state_dict(state["critics"])
-            critic_trainer.load_state_dict(state["critic_trainer"])
-            torch.set_rng_state(state["torch_rng"])
-            generator.set_state(state["generator"])
-            np_rng.bit_generator.state = state["np_rng"]
-            start_epoch, env_steps = int(state["epoch"]), int(state["env_steps"])
-            elapsed = float(state["elapsed"])
+            try:  # a state from another run (other sizes) or with missing parts
+                learner.load_state_dict(state["learner"])
+                critics.load_state_dict(state["critics"])
+                critic_trainer.load_state_dict(state["critic_trainer"])
+                torch.set_rng_state(state["torch_rng"])
+                generator.set_state(state["generator"])
+                np_rng.bit_generator.state = state["np_rng"]
+                start_epoch, env_steps = int(state["epoch"]), int(state["env_steps"])
+                elapsed = float(state["elapsed"])
+            except (KeyError, IndexError, RuntimeError, TypeError, ValueError) as err:
+                raise StateFileError(
+                    f"{state_path} does not fit the run's config.yaml ({first_line(err)})"
+                ) from None
 
         metrics_csv = _MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
         from torch.utils.tensorboard import SummaryWriter

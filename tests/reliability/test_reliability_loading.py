@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from conftest import one_line_error
+from conftest import cli_train, one_line_error
 
 from robustsafe.cli import main
 from robustsafe.train import run_status
@@ -115,3 +115,21 @@ def test_the_state_of_a_run_loads_safely(cli_run):
     assert state["epoch"] == 2 and isinstance(state["np_rng"]["state"]["state"], int)
     with pytest.raises(TypeError):
         save_state(cli_run / "x.pt", {"obj": object()})
+
+
+def test_a_state_from_another_run_is_a_one_line_error(cli_run, tmp_path, capsys):
+    other = tmp_path / "other"
+    assert cli_train(other, "--epochs", "2", "--set", "ppo.hidden=[16,16]") == 0
+    (cli_run / "state.pt").write_bytes((other / "state.pt").read_bytes())
+    assert main(["train", "--resume", "--epochs", "3", "--out", str(cli_run)]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "state.pt" in err
+
+
+@pytest.mark.parametrize("drop", ["config", "actor", "epoch"])
+def test_an_agent_file_with_missing_parts_is_a_one_line_error(cli_run, tmp_path, capsys, drop):
+    data = torch.load(cli_run / "agent.pt", weights_only=True)
+    del data[drop]
+    torch.save(data, tmp_path / "agent.pt")
+    assert main(["evaluate", "--run", str(tmp_path / "agent.pt")]) == 2
+    assert one_line_error(capsys.readouterr().err)
