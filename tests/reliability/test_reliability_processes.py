@@ -107,6 +107,12 @@ def test_kill_9_of_the_grid_stops_its_training(tmp_path):
         stopped_at = epoch()
         time.sleep(1.0)
         assert epoch() == stopped_at
+        # the same grid again resumes the run: one writer, every epoch once
+        again = [*cmd, "--epochs", str(stopped_at + 2)]
+        done = subprocess.run(again, cwd=REPO_ROOT, env=_env(), capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        rows = (status.parent / "metrics.csv").read_text().splitlines()[1:]
+        assert [int(r.split(",")[0]) for r in rows] == list(range(1, stopped_at + 3))
     finally:
         if grid.poll() is None:
             grid.kill()
