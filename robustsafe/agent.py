@@ -10,12 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from robustsafe.config import TrainConfig, from_dict, to_dict
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor, ObsNormalizer, ValueCritic
-from robustsafe.runstate import first_line, torch_bytes, write_bytes_atomic
+from robustsafe.runstate import (
+    first_line,
+    load_error_reason,
+    safe_torch_load,
+    torch_bytes,
+    write_bytes_atomic,
+)
 
 AGENT_FORMAT = "robustsafe-agent"
 AGENT_VERSION = 1
@@ -105,10 +109,11 @@ def load_agent(path: str | Path) -> Agent:
             "(it holds agent.pt) or an agent .pt file"
         )
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        data = safe_torch_load(path)
     except Exception as err:  # truncated, not a torch file, or not an agent
         raise ValueError(
-            f"cannot read agent file {path}: it is corrupt or not an agent ({first_line(err)})"
+            f"cannot read agent file {path}: it is corrupt or not an agent "
+            f"({load_error_reason(err)})"
         ) from None
     if not isinstance(data, dict) or data.get("format") != AGENT_FORMAT:
         raise ValueError(f"{path} is not a RobustSafe agent file")

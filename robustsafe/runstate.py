@@ -15,7 +15,9 @@ import errno
 import fcntl
 import io
 import os
+import pickle
 import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -141,13 +143,13 @@ def load_state(path: str | Path) -> Any:
     """
     path = Path(path)
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        data = safe_torch_load(path)
     except FileNotFoundError:
         raise
     except Exception as err:
         raise StateFileError(
             f"cannot load training state {path}: damaged, not a RobustSafe state, or written by "
-            f"an older RobustSafe (such files cannot be loaded safely) ({first_line(err)})"
+            f"an older RobustSafe ({load_error_reason(err)})"
         ) from None
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
         raise StateFileError(f"{path} is not a RobustSafe training state")
@@ -160,6 +162,21 @@ def load_state(path: str | Path) -> Any:
         return _decode(data["state"])
     except (KeyError, TypeError, ValueError) as err:
         raise StateFileError(f"{path}: damaged training state ({err})") from None
+
+
+def safe_torch_load(path: Path) -> Any:
+    """``torch.load`` of tensors and plain values only, without torch's warnings on stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. about the pickle protocol of a foreign file
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def load_error_reason(err: BaseException) -> str:
+    """Why ``safe_torch_load`` failed, in words for the user (torch's own message advises
+    loading with ``weights_only=False``, which would run the file's code)."""
+    if isinstance(err, pickle.UnpicklingError) and "weights only" in str(err).lower():
+        return "not only tensors and plain values: such a file is never loaded, it could run code"
+    return first_line(err)
 
 
 def first_line(err: BaseException, limit: int = 200) -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +15,9 @@ from conftest import cli_train, one_line_error
 
 from robustsafe.cli import main
 from robustsafe.train import run_status
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHONPATH = os.environ.get("PYTHONPATH", "")
 
 
 class _Payload:
@@ -38,7 +44,13 @@ def test_a_planted_state_file_runs_no_code(cli_run, tmp_path, capsys):
         run_status(cli_run)
     assert main(["train", "--resume", "--out", str(cli_run), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert one_line_error(err) and "state.pt" in err
+    assert one_line_error(err) and "state.pt" in err and "weights_only" not in err
+    assert not marker.exists()
+    # as a user sees it: one line on stderr, no warning from torch either
+    cmd = [sys.executable, "-m", "robustsafe.cli", "train", "--resume", "--out", str(cli_run)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), PYTHONPATH]))}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert done.returncode == 2 and one_line_error(done.stderr), done.stderr
     assert not marker.exists()
 
 
