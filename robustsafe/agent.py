@@ -6,17 +6,20 @@ weights_only=True)``: loading a file from someone else cannot run code.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from robustsafe.config import TrainConfig, from_dict, to_dict
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor, ObsNormalizer, ValueCritic
+from robustsafe.runstate import (
+    first_line,
+    load_error_reason,
+    safe_torch_load,
+    torch_bytes,
+    write_bytes_atomic,
+)
 
 AGENT_FORMAT = "robustsafe-agent"
 AGENT_VERSION = 1
@@ -73,19 +76,7 @@ def build_networks(
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
     """Write ``obj`` to ``path`` so that a crash never leaves a half-written file there."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomic(Path(path), torch_bytes(obj))
 
 
 def save_agent(
@@ -127,10 +118,11 @@ def load_agent(path: str | Path) -> Agent:
             "(it holds agent.pt) or an agent .pt file"
         )
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        data = safe_torch_load(path)
     except Exception as err:  # truncated, not a torch file, or not an agent
         raise ValueError(
-            f"cannot read agent file {path}: it is corrupt or not an agent ({err})"
+            f"cannot read agent file {path}: it is corrupt or not an agent "
+            f"({load_error_reason(err)})"
         ) from None
     if not isinstance(data, dict) or data.get("format") != AGENT_FORMAT:
         raise ValueError(f"{path} is not a RobustSafe agent file")
@@ -139,15 +131,18 @@ def load_agent(path: str | Path) -> Agent:
             f"{path} has agent format version {data.get('version')}; this RobustSafe reads "
             f"version {AGENT_VERSION}"
         )
-    cfg = from_dict(TrainConfig, data["config"])
-    actor, v_r, v_c, critics, norm = build_networks(
-        cfg, data["obs_dim"], data["act_dim"], data["act_low"], data["act_high"]
-    )
     try:
+        cfg = from_dict(TrainConfig, data["config"])
+        actor, v_r, v_c, critics, norm = build_networks(
+            cfg, data["obs_dim"], data["act_dim"], data["act_low"], data["act_high"]
+        )
         actor.load_state_dict(data["actor"])
         v_r.load_state_dict(data["v_reward"])
         v_c.load_state_dict(data["v_cost"])
         critics.load_state_dict(data["critics"])
-    except (RuntimeError, KeyError) as err:
-        raise ValueError(f"{path}: the stored networks do not match its config ({err})") from None
-    return Agent(cfg, actor, v_r, v_c, critics, norm, int(data["epoch"])).eval()
+        epoch = int(data["epoch"])
+    except (RuntimeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(
+            f"{path}: damaged agent, or its networks do not match its config ({first_line(err)})"
+        ) from None
+    return Agent(cfg, actor, v_r, v_c, critics, norm, epoch).eval()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import signal
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from robustsafe.config import PRESETS, resolve
+from robustsafe.config import MAX_EPSILON, PRESETS, TrainConfig, resolve
 
 
 class CLIError(Exception):
@@ -21,29 +23,46 @@ class CLIError(Exception):
 # ----------------------------------------------------------------------------- train
 
 
+# Defaults of the train options that name a run; None in the parser, so that a resume can
+# tell an option the user gave from one left out.
+_TRAIN_DEFAULTS = {"env": "SafetyCarRun-v0", "seed": 0, "preset": "paper", "mode": "vanilla"}
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    from robustsafe.runstate import RunLockedError
     from robustsafe.train import load_run_config, train
 
+    given = {k: getattr(args, k) for k in _TRAIN_DEFAULTS if getattr(args, k) is not None}
+    named = {**_TRAIN_DEFAULTS, **given}
     out = (
         Path(args.out)
         if args.out
-        else Path("runs") / args.env / f"{args.mode.replace(':', '')}-{args.preset}-seed{args.seed}"
+        else Path("runs")
+        / named["env"]
+        / f"{named['mode'].replace(':', '')}-{named['preset']}-seed{named['seed']}"
     )
     try:
         if args.resume:  # continue with the saved settings; only the length may change
             if not (out / "state.pt").exists():
                 raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
             cfg = load_run_config(out)
+            conflicts = _resume_conflicts(cfg, args, given)
+            if conflicts:
+                raise ValueError(
+                    f"cannot resume {out}: " + "; ".join(conflicts) + ". A resume keeps the "
+                    "run's saved settings (only --epochs / --total-steps may change): drop these "
+                    "options, or train a new run in another --out"
+                )
             if args.epochs is not None:
                 cfg = replace(cfg, epochs=args.epochs)
             elif args.total_steps is not None:
                 cfg = replace(cfg, epochs=max(1, math.ceil(args.total_steps / cfg.steps_per_epoch)))
         else:
             cfg = resolve(
-                args.env,
-                args.preset,
-                mode=args.mode,
-                seed=args.seed,
+                named["env"],
+                named["preset"],
+                mode=named["mode"],
+                seed=named["seed"],
                 workers=args.workers,
                 num_envs=args.num_envs,
                 obs_norm=args.obs_norm,
@@ -61,11 +80,50 @@ def cmd_train(args: argparse.Namespace) -> int:
         except ValueError as err:
             raise CLIError(str(err)) from None
     try:
-        train(cfg, out, resume=args.resume, progress=not args.no_progress)
-    except (FileExistsError, FileNotFoundError) as err:
+        train(cfg, out, resume=args.resume, progress=not args.no_progress, force=args.force)
+    except (FileExistsError, FileNotFoundError, ValueError, RunLockedError) as err:
         raise CLIError(str(err)) from None
     print(f"run saved in {out}")
     return 0
+
+
+def _resume_conflicts(saved: TrainConfig, args: argparse.Namespace, given: dict) -> list[str]:
+    """The options of a resume that ask for other settings than the run's saved ones."""
+    from robustsafe.config import apply_sets
+
+    saved_values = {
+        "env": saved.env_id,
+        "seed": saved.seed,
+        "preset": saved.preset,
+        "mode": saved.robust.mode,
+        "workers": saved.workers,
+        "num_envs": saved.num_envs,
+    }
+    asked = {**given, "workers": args.workers, "num_envs": args.num_envs}
+    out = [
+        f"--{k.replace('_', '-')} {v} (saved: {saved_values[k]})"
+        for k, v in asked.items()
+        if v is not None and v != saved_values[k]
+    ]
+    if args.obs_norm and not saved.obs_normalization:
+        out.append("--obs-norm (saved: no normaliser)")
+    for item in args.set or []:
+        try:
+            changed = apply_sets(saved, [item]) != saved
+        except ValueError as err:
+            out.append(f"--set {item} ({err})")
+            continue
+        if changed:
+            key = item.split("=", 1)[0]
+            out.append(f"--set {item} (saved: {key}={_setting(saved, key)!r})")
+    return out
+
+
+def _setting(cfg: TrainConfig, key: str) -> object:
+    node: object = cfg
+    for part in key.split("."):
+        node = getattr(node, part)
+    return node
 
 
 # ----------------------------------------------------------------------------- evaluate
@@ -90,11 +148,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as err:
         raise CLIError(str(err)) from None
     env_id = args.env or agent.config.env_id
+    if env_id != agent.config.env_id and not args.allow_other_env:
+        raise CLIError(
+            f"the agent was trained on {agent.config.env_id}, not {env_id}: its numbers there "
+            "would describe a task it never saw. Pass --allow-other-env to evaluate it anyway"
+        )
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    out = Path(args.out) if args.out else None
+    if out is not None:  # before any episode runs: a bad path must not waste the work
+        _check_output(out, args.force)
+        if len(parse_epsilons_quietly(args.eps)) > 1:
+            for sweep in _sweep_files(out):
+                _check_output(sweep, args.force)
     try:
         epsilons = parse_epsilons(args.eps)
+        too_large = [e for e in epsilons if e > MAX_EPSILON]
+        if too_large and not args.allow_large_eps:
+            raise ValueError(
+                f"epsilon {max(too_large):g} is larger than {MAX_EPSILON:g}: the paper's budgets "
+                "are 0.025-0.05 observation units. Pass --allow-large-eps if you mean it"
+            )
         from robustsafe.attacks import make_attacker
 
         for name in attacks:  # check every name before any episode runs
@@ -139,8 +214,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         vec.close()
         if bar is not None:
             bar.close()
-    run = Path(args.run)
-    out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / "eval.json"
     payload = {
         "agent": str(args.run),
         "env_id": env_id,
@@ -156,17 +229,71 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "xi": args.xi,
         "results": [r.to_dict() for r in results],
     }
-    write_json_atomic(out, payload)
-    print(
+    print(  # first: whatever happens to the files, the numbers are on screen
         f"{env_id}: {args.episodes} paired episodes, seed {args.seed}, agent epoch "
         f"{agent.epoch}, epsilon in {args.attack_space} observation units"
     )
     print(format_table(results))
+    if out is None:
+        print("not saved: pass --out FILE.json to keep every episode (and a sweep's figure)")
+        return 0
+    _write_or_keep(out, lambda path: write_json_atomic(path, payload))
     print(f"written to {out}")
     if len(epsilons) > 1 and any(a != "none" for a in attacks):
         files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}")
         print("sweep written to " + ", ".join(str(f) for f in files))
     return 0
+
+
+def parse_epsilons_quietly(text: str) -> list[float]:
+    """The epsilons of ``--eps``, or [] if it does not parse (reported later, in order)."""
+    from robustsafe.evaluate import parse_epsilons
+
+    try:
+        return parse_epsilons(text)
+    except ValueError:
+        return []
+
+
+def _sweep_files(out: Path) -> list[Path]:
+    prefix = out.with_name(out.stem + "_sweep")
+    return [prefix.with_suffix(".csv"), prefix.with_suffix(".png")]
+
+
+def _check_output(path: Path, force: bool) -> None:
+    """Refuse, before any work, an output file that cannot be written or would replace one."""
+    if path.is_dir():
+        raise CLIError(f"--out {path} is a directory; give a file name, e.g. {path / 'eval.json'}")
+    if path.exists() and not force:
+        raise CLIError(f"{path} already exists; pass --force to replace it, or another --out")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as err:
+        raise CLIError(f"cannot write {path}: {_os_reason(err)}") from None
+
+
+def _os_reason(err: OSError) -> str:
+    if err.errno == errno.ENOSPC:
+        return "no space left on device"
+    return err.strerror or str(err)
+
+
+def _write_or_keep(path: Path, write: Callable[[Path], None]) -> None:
+    """``write(path)``; if that fails, write to a fresh temporary folder and say where."""
+    try:
+        write(path)
+    except OSError as err:
+        reason = _os_reason(err)
+        try:
+            fallback = Path(tempfile.mkdtemp(prefix="robustsafe-")) / path.name
+            write(fallback)
+        except OSError:
+            raise CLIError(f"cannot write {path}: {reason} (and no fallback copy)") from None
+        raise CLIError(
+            f"cannot write {path}: {reason}; the results were saved in {fallback} instead"
+        ) from None
 
 
 # ----------------------------------------------------------------------------- fit-critics
@@ -188,7 +315,12 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
         raise CLIError(f"--steps must be >= 1, got {args.steps}")
     run = Path(args.run)
     src = run / "agent.pt" if run.is_dir() else run
+    if args.out is None and not args.force:
+        raise CLIError(
+            f"fit-critics writes a new agent file: pass --out FILE.pt, or --force to replace {src}"
+        )
     out = Path(args.out) if args.out else src
+    _check_output(out, args.force)
     env_id = args.env or agent.config.env_id
     try:
         vec = VectorEnv(
@@ -216,8 +348,17 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
         raise CLIError(str(err)) from None
     finally:
         vec.close()
-    save_agent(
-        out, agent.config, agent.actor, agent.v_reward, agent.v_cost, agent.critics, agent.epoch
+    _write_or_keep(
+        out,
+        lambda path: save_agent(
+            path,
+            agent.config,
+            agent.actor,
+            agent.v_reward,
+            agent.v_cost,
+            agent.critics,
+            agent.epoch,
+        ),
     )
     print(f"fitted Q_r and Q_c on {history[-1]['env_steps']:.0f} steps; agent written to {out}")
     return 0
@@ -327,18 +468,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a PPO-Lagrangian agent")
-    t.add_argument("--env", default="SafetyCarRun-v0", help="environment id")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--preset", default="paper", choices=PRESETS, help="settings preset")
+    t.add_argument("--env", help="environment id (default SafetyCarRun-v0)")
+    t.add_argument("--seed", type=int, help="seed (default 0)")
+    t.add_argument("--preset", choices=PRESETS, help="settings preset (default paper)")
     t.add_argument(
         "--mode",
-        default="vanilla",
-        help="training mode: vanilla, random, adv-mc, adv-mr, adv-mix:W, sa-mad, sa-mc, sa-mr",
+        help="training mode (default vanilla): vanilla, random, adv-mc, adv-mr, adv-mix:W, "
+        "sa-mad, sa-mc, sa-mr",
     )
     t.add_argument("--total-steps", type=int, help="environment steps (rounded up to epochs)")
     t.add_argument("--epochs", type=int, help="number of epochs (instead of --total-steps)")
     t.add_argument("--out", help="run directory (default runs/ENV/MODE-PRESET-seedSEED)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
+    t.add_argument(
+        "--force",
+        action="store_true",
+        help="new run: delete the run files already in --out (config.yaml, metrics.csv, "
+        "agent.pt, state.pt, checkpoints/, tb/, eval.json) and start over; --resume: go on "
+        "even though metrics.csv is missing",
+    )
     t.add_argument("--workers", type=int, help="env subprocesses (0: in-process)")
     t.add_argument("--num-envs", type=int, help="parallel environments")
     t.add_argument("--obs-norm", action="store_true", help="observation normaliser (off: paper)")
@@ -356,7 +504,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--episodes", type=int, default=50)
     e.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     e.add_argument("--env", help="environment id (default: the agent's)")
-    e.add_argument("--out", help="JSON file (default RUN/eval.json)")
+    e.add_argument("--out", help="JSON file to write (default: print only)")
+    e.add_argument("--force", action="store_true", help="replace an existing --out file")
+    e.add_argument(
+        "--allow-other-env",
+        action="store_true",
+        help="evaluate on an --env other than the agent's own",
+    )
+    e.add_argument(
+        "--allow-large-eps",
+        action="store_true",
+        help="accept epsilons above 1 (observation units)",
+    )
     e.add_argument(
         "--attacks",
         default="none",
@@ -381,7 +540,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fit-critics", help="fit the attackers' Q critics for an agent")
     f.add_argument("--run", required=True, help="run directory or agent .pt file")
     f.add_argument("--steps", type=int, default=200_000, help="on-policy env steps to collect")
-    f.add_argument("--out", help="agent file to write (default: overwrite the input agent)")
+    f.add_argument("--out", help="agent file to write (required unless --force)")
+    f.add_argument(
+        "--force", action="store_true", help="replace --out if it exists (or the input agent)"
+    )
     f.add_argument("--env", help="environment id (default: the agent's)")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--num-envs", type=int, default=20)
@@ -430,6 +592,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except CLIError as err:
         print(f"robustsafe {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the machine's fault (disk full, permissions): one line, no trace
+        where = f": {err.filename}" if err.filename else ""
+        print(f"robustsafe {args.command}: error: {_os_reason(err)}{where}", file=sys.stderr)
         return 2
 
 

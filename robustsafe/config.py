@@ -65,6 +65,9 @@ class PPOLagConfig:
             )
 
 
+# The largest sane attack budget, in observation units (or normaliser stds).
+MAX_EPSILON = 1.0
+
 MODES = ("vanilla", "random", "adv-mc", "adv-mr", "adv-mix:W", "sa-mad", "sa-mc", "sa-mr")
 
 
@@ -125,6 +128,10 @@ class RobustConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}; accepted: {SCHEDULES}")
         if self.epsilon < 0 or self.sa_beta < 0:
             raise ValueError("epsilon and sa_beta must be >= 0")
+        if self.epsilon > MAX_EPSILON:  # surely a typo: the paper's budgets are 0.025-0.05
+            raise ValueError(
+                f"epsilon must be <= {MAX_EPSILON:g} (observation units), got {self.epsilon}"
+            )
         if self.schedule_start < 0 or self.schedule_length < 1:
             raise ValueError("schedule_start must be >= 0 and schedule_length >= 1")
         if not 0.0 < self.attacked_fraction <= 1.0:
@@ -394,10 +401,14 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     return convert(cfg)
 
 
-def from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Build dataclass ``cls`` from a dict, rejecting unknown keys with a clear error."""
+def from_dict(cls: type, data: dict[str, Any], where: str = "") -> Any:
+    """Build dataclass ``cls`` from a dict, rejecting unknown keys with a clear error.
+
+    Errors name the setting by its dotted key (``ppo.actor_lr``); ``where`` is the prefix.
+    """
     if not isinstance(data, dict):
-        raise ValueError(f"expected a mapping for {cls.__name__}, got {type(data).__name__}")
+        what = where.rstrip(".") or cls.__name__
+        raise ValueError(f"expected a mapping for {what}, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
     known = {f.name for f in fields(cls)}
     unknown = set(data) - known
@@ -407,14 +418,17 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
         )
     kwargs = {}
     for name, value in data.items():
-        kwargs[name] = _coerce(hints[name], value, f"{cls.__name__}.{name}")
-    return cls(**kwargs)
+        kwargs[name] = _coerce(hints[name], value, f"{where}{name}")
+    try:
+        return cls(**kwargs)
+    except ValueError as err:  # the dataclass's own check: say which group it is in
+        raise ValueError(f"{where}{err}" if where else str(err)) from None
 
 
 def _coerce(hint: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(hint)
     if dataclasses.is_dataclass(hint):
-        return from_dict(hint, value)
+        return from_dict(hint, value, f"{where}.")
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(hint)
         if value is None and type(None) in args:
@@ -424,12 +438,43 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
     if origin is tuple:
         if not isinstance(value, list | tuple):
             raise ValueError(f"{where} must be a list, got {value!r}")
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]: check every item
+            return tuple(_coerce(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
         return tuple(value)
-    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if hint in (int, str, bool) and not isinstance(value, hint):
-        raise ValueError(f"{where} must be {hint.__name__}, got {value!r}")
+    if hint is float:
+        return _as_number(value, where, float)
+    if hint is int:
+        return _as_number(value, where, int)
+    if hint in (str, bool) and not isinstance(value, hint):
+        raise ValueError(f"{where} must be {_TYPE_WORDS[hint]}, got {value!r}")
     return value
+
+
+_TYPE_WORDS = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
+
+
+def _as_number(value: Any, where: str, kind: type) -> Any:
+    """``value`` as an int or a finite float. YAML 1.1 reads ``1e-3`` (no dot) as a string,
+    so numeric strings are parsed here; NaN and infinity are never valid settings."""
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = None
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        raise ValueError(f"{where} must be {_TYPE_WORDS[kind]}, got {value!r}")
+    if not math.isfinite(number):
+        raise ValueError(f"{where} must be a finite number, got {value!r}")
+    if kind is int:
+        if isinstance(number, float) and not number.is_integer():
+            raise ValueError(f"{where} must be an integer, got {value!r}")
+        return int(number)
+    return float(number)
 
 
 def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConfig:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import torch
 
 from robustsafe.agent import Agent
 from robustsafe.envs import VectorEnv, episode_seed
+from robustsafe.runstate import write_bytes_atomic
 
 # (agent, observations, generator) -> the observations the agent sees
 ObservationAttack = Callable[[Agent, torch.Tensor, torch.Generator], torch.Tensor]
@@ -243,10 +243,7 @@ def write_sweep(results: Sequence[EvalResult], out_prefix: Path, title: str) -> 
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2))
-    os.replace(tmp, path)
+    write_bytes_atomic(path, json.dumps(payload, indent=2).encode())
 
 
 def format_table(results: Sequence[EvalResult]) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import time
 import warnings
 from dataclasses import replace
@@ -31,17 +32,23 @@ import numpy as np
 import torch
 import yaml
 
-from robustsafe.agent import atomic_torch_save, build_networks, save_agent
+from robustsafe.agent import build_networks, save_agent
 from robustsafe.config import TrainConfig, from_dict, to_dict
 from robustsafe.critics import CriticTrainer
-from robustsafe.envs import VectorEnv
+from robustsafe.envs import BULLET_IDS, VectorEnv
 from robustsafe.learners.ppo_lag import PPOLagrangian
 from robustsafe.nets import GaussianActor
 from robustsafe.rollout import Collector, Perturbation
+from robustsafe.runstate import (
+    LOCK_NAME,
+    StateFileError,
+    clean_temp_files,
+    first_line,
+    load_state,
+    run_lock,
+    save_state,
+)
 from robustsafe.schedule import epsilon_at
-
-# v2: episodes continue across epochs (the state holds the collector's episodes in progress).
-STATE_FORMAT = "robustsafe-train-state-v2"
 
 
 def gaussian_kl(mean_p: torch.Tensor, mean_q: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -122,10 +129,18 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def load_run_config(run_dir: Path) -> TrainConfig:
-    path = run_dir / "config.yaml"
+    """The settings of a run directory; ValueError naming the file if it cannot be read."""
+    path = Path(run_dir) / "config.yaml"
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
-    return from_dict(TrainConfig, yaml.safe_load(path.read_text()))
+    try:
+        return from_dict(TrainConfig, yaml.safe_load(path.read_text()))
+    except yaml.YAMLError as err:
+        where = getattr(err, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise ValueError(f"{path}: not valid YAML{line}") from None
+    except (ValueError, TypeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: {err}") from None
 
 
 def run_status(run_dir: Path) -> tuple[int, int] | None:
@@ -136,11 +151,13 @@ def run_status(run_dir: Path) -> tuple[int, int] | None:
     cfg = load_run_config(run_dir)
     status = run_dir / "status.json"
     if status.exists():  # written right after state.pt: cheap to read
-        data = json.loads(status.read_text())
-        if data.get("state_mtime_ns") == state.stat().st_mtime_ns:
-            return int(data["epoch"]), cfg.epochs
-    data = torch.load(state, map_location="cpu", weights_only=False)
-    return int(data["epoch"]), cfg.epochs
+        try:
+            data = json.loads(status.read_text())
+            if data.get("state_mtime_ns") == state.stat().st_mtime_ns:
+                return int(data["epoch"]), cfg.epochs
+        except (ValueError, TypeError, AttributeError):
+            pass  # damaged: read the state itself
+    return int(load_state(state)["epoch"]), cfg.epochs
 
 
 class _MetricsCSV:
@@ -205,29 +222,176 @@ def _warn_no_finished_episode(epoch: int, cfg: TrainConfig, episode_steps: int |
     )
 
 
+def _warn_if_no_cost(env_id: str, costs: np.ndarray) -> None:
+    """A task without a cost signal trains plain PPO while looking like a safe-RL run."""
+    if env_id in BULLET_IDS or np.any(costs != 0):
+        return
+    warnings.warn(
+        f"no step of the first epoch ({costs.size} steps) had a cost: if {env_id} does not "
+        "report a per-step cost in info['cost'] (Pendulum-v1, most gymnasium tasks), every "
+        "cost is 0 and the cost constraint does nothing",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def train(
     cfg: TrainConfig,
     out_dir: str | Path,
     resume: bool = False,
     progress: bool = True,
     stop_after_epoch: int | None = None,
+    force: bool = False,
 ) -> Path:
     """Train (or resume) a run in ``out_dir``; returns the run directory.
 
+    A new run needs an empty (or absent) directory; ``force`` deletes the files of a run there
+    first (``RUN_FILES``) and keeps any other file. A resume continues the saved settings: only
+    ``cfg.epochs`` may differ (not below the epochs done); ``force`` lets it go on without a
+    lost ``metrics.csv``. One process at a time writes a directory (``runstate.run_lock``).
     ``stop_after_epoch`` ends the call early after that epoch, as a kill would (tests).
     """
     out = Path(out_dir)
-    state_path = out / "state.pt"
     if resume:
-        if not state_path.exists():
-            raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
-        saved = load_run_config(out)
-        # The saved settings win; the only one a resume may change is the length.
-        cfg = replace(saved, epochs=cfg.epochs)
-    elif state_path.exists():
+        _check_resumable(out)
+    else:
+        _check_fresh(out, force)
+    with run_lock(out):
+        clean_temp_files(out)  # left by a kill during an atomic write
+        if resume:
+            cfg = _resume_config(cfg, out, force)
+        else:
+            _check_fresh(out, force)  # again, now that no one else can write here
+            _remove_run_files(out)
+        return _train(cfg, out, resume, progress, stop_after_epoch)
+
+
+# What a run writes in its directory (``force`` deletes these, and only these).
+RUN_FILES = (
+    "config.yaml",
+    "metrics.csv",
+    "agent.pt",
+    "state.pt",
+    "status.json",
+    "checkpoints",
+    "tb",
+    "eval.json",
+    "eval_sweep.csv",
+    "eval_sweep.png",
+)
+# What a run that died before its first epoch ended leaves (with the grid's log): restartable.
+_RESTARTABLE = {LOCK_NAME, "config.yaml", "tb", "train.log"}
+
+
+def _check_resumable(out: Path) -> None:
+    if not (out / "state.pt").exists():
+        raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
+
+
+def _check_fresh(out: Path, force: bool) -> None:
+    """Refuse to start a new run where it would replace anything, unless ``force``."""
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file, not a directory")
+    if force or not out.is_dir():
+        return
+    names = {p.name for p in out.iterdir() if not (p.name.startswith(".") and p.suffix == ".tmp")}
+    if (out / "state.pt").exists():
         raise FileExistsError(
-            f"{out} already holds a run; pass --resume to continue it or choose another --out"
+            f"{out} already holds a run; pass --resume to continue it, --force to start it over, "
+            "or choose another --out"
         )
+    if names <= _RESTARTABLE:
+        if "config.yaml" not in names:
+            return
+        try:  # a run that died in its first epoch: nothing to lose
+            load_run_config(out)
+            return
+        except ValueError:
+            pass
+    shown = ", ".join(sorted(names - {LOCK_NAME})[:5])
+    raise FileExistsError(
+        f"{out} is not empty ({shown}) and holds no resumable run; choose another --out, or "
+        "pass --force to delete the run files there (config.yaml, metrics.csv, agent.pt, "
+        "state.pt, checkpoints/, tb/, ...) and start a new run"
+    )
+
+
+def _remove_run_files(out: Path) -> None:
+    for name in RUN_FILES:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
+def _resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
+    """The saved settings with ``cfg``'s number of epochs; refuse any other difference."""
+    saved = load_run_config(out)
+    differ = _config_differences(saved, replace(cfg, epochs=saved.epochs))
+    if differ:
+        raise ValueError(
+            f"cannot resume {out} with other settings than the saved ones: "
+            + "; ".join(differ)
+            + ". A resume continues the saved settings (only the number of epochs may change)"
+        )
+    status = run_status(out)
+    done = status[0] if status is not None else 0
+    if cfg.epochs < done:
+        raise ValueError(
+            f"cannot resume {out} for {cfg.epochs} epochs: it has already done {done}; "
+            f"give at least {done}"
+        )
+    _check_metrics(out / "metrics.csv", done, force)
+    return replace(saved, epochs=cfg.epochs)
+
+
+def _config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
+    """``key: saved -> new`` for every setting that differs (dotted keys)."""
+
+    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        items: dict[str, Any] = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                items.update(flat(v, f"{prefix}{k}."))
+            else:
+                items[f"{prefix}{k}"] = v
+        return items
+
+    a, b = flat(to_dict(saved)), flat(to_dict(new))
+    return [f"{k}: saved {a[k]!r}, asked {b.get(k)!r}" for k in a if a[k] != b.get(k)]
+
+
+def _check_metrics(path: Path, done: int, force: bool) -> None:
+    """Refuse a resume that would silently lose or mangle the epoch history."""
+    if not path.exists():
+        if done > 0 and not force:
+            raise FileNotFoundError(
+                f"{path} is missing: resuming would lose the history of epochs 1-{done}. "
+                "Restore it, or pass --force to resume without it"
+            )
+        return
+    try:
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            int(row["epoch"])
+    except (KeyError, ValueError, TypeError, UnicodeDecodeError, csv.Error):
+        raise ValueError(
+            f"{path} is not a RobustSafe metrics file (it needs an integer 'epoch' column); "
+            "move it away to resume"
+        ) from None
+
+
+def _train(
+    cfg: TrainConfig,
+    out: Path,
+    resume: bool,
+    progress: bool,
+    stop_after_epoch: int | None,
+) -> Path:
+    """The training loop proper, on a checked directory that this process holds."""
+    state_path = out / "state.pt"
     _warn_if_budget_not_reached(cfg)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "config.yaml", yaml.safe_dump(to_dict(cfg), sort_keys=False))
@@ -252,21 +416,21 @@ def train(
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0
         if resume:
-            state = torch.load(state_path, map_location="cpu", weights_only=False)
-            if state.get("format") != STATE_FORMAT:
-                raise ValueError(
-                    f"{state_path} is not a training state of this RobustSafe version "
-                    f"(format {state.get('format')!r}, expected {STATE_FORMAT!r})"
-                )
-            learner.load_state_dict(state["learner"])
-            critics.load_state_dict(state["critics"])
-            critic_trainer.load_state_dict(state["critic_trainer"])
-            torch.set_rng_state(state["torch_rng"])
-            generator.set_state(state["generator"])
-            np_rng.bit_generator.state = state["np_rng"]
-            collector.load_state_dict(state["collector"])
-            start_epoch, env_steps = int(state["epoch"]), int(state["env_steps"])
-            elapsed = float(state["elapsed"])
+            state = load_state(state_path)
+            try:  # a state from another run (other sizes) or with missing parts
+                learner.load_state_dict(state["learner"])
+                critics.load_state_dict(state["critics"])
+                critic_trainer.load_state_dict(state["critic_trainer"])
+                torch.set_rng_state(state["torch_rng"])
+                generator.set_state(state["generator"])
+                np_rng.bit_generator.state = state["np_rng"]
+                collector.load_state_dict(state["collector"])
+                start_epoch, env_steps = int(state["epoch"]), int(state["env_steps"])
+                elapsed = float(state["elapsed"])
+            except (KeyError, IndexError, RuntimeError, TypeError, ValueError) as err:
+                raise StateFileError(
+                    f"{state_path} does not fit the run's config.yaml ({first_line(err)})"
+                ) from None
 
         metrics_csv = _MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
         from torch.utils.tensorboard import SummaryWriter
@@ -295,6 +459,8 @@ def train(
                 hooks.rollout_perturbation(epoch, cfg.num_envs),
             )
             ro = result.rollout
+            if epoch == 1:
+                _warn_if_no_cost(cfg.env_id, ro.cost)
             t_update = time.perf_counter()
             eps = result.episodes
             # The multiplier follows the costs of the episodes that finished this epoch.
@@ -349,9 +515,9 @@ def train(
                     critics,
                     epoch,
                 )
-            atomic_torch_save(
+            save_state(
+                state_path,
                 {
-                    "format": STATE_FORMAT,
                     "epoch": epoch,
                     "env_steps": env_steps,
                     "elapsed": time.perf_counter() - t_start,
@@ -363,7 +529,6 @@ def train(
                     "np_rng": np_rng.bit_generator.state,
                     "collector": collector.state_dict(),
                 },
-                state_path,
             )
             write_text_atomic(
                 out / "status.json",

@@ -44,9 +44,9 @@ def test_evaluate_errors(toy_run, tmp_path, capsys):
     assert main(["evaluate", "--run", str(truncated)]) == 2
     assert "corrupt" in capsys.readouterr().err
     args = ["evaluate", "--run", str(toy_run), "--workers", "0", "--episodes", "2"]
-    assert main([*args, "--env", "SafetyCarRun-v0"]) == 2
+    assert main([*args, "--env", "SafetyCarRun-v0", "--allow-other-env"]) == 2
     assert "observation size" in capsys.readouterr().err
-    assert main([*args, "--env", "NoSuchEnv-v0"]) == 2
+    assert main([*args, "--env", "NoSuchEnv-v0", "--allow-other-env"]) == 2
     assert "SafetyCarRun-v0" in capsys.readouterr().err
     assert main([*args, "--episodes", "0"]) == 2
 

@@ -8,6 +8,7 @@ from tiny_config import tiny_config
 from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mode, preset
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
+from robustsafe.runstate import load_state
 from robustsafe.schedule import epsilon_at
 from robustsafe.train import gaussian_kl, train, train_metrics
 
@@ -173,7 +174,7 @@ def test_adversarial_rollouts_feed_true_observations_to_the_q_critics(
     run = train(cfg, tmp_path / "run", progress=False)
     # the policy did act on perturbed observations (else the check below would hold trivially)
     assert acted_on and acted_on[0] > 0.0
-    state = torch.load(run / "state.pt", weights_only=False)
+    state = load_state(run / "state.pt")
     replay = state["critic_trainer"]["replay"]
     obs, next_obs = replay["obs"], replay["next_obs"]
     # transitions are stored time-major per env: row t*2+k; next_obs[t] is the clean obs[t+1]

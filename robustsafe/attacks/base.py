@@ -6,7 +6,8 @@ An attacker is a pure function object (STYLE.md): called as
 
 it returns a new ``(batch, d)`` tensor, every row inside the epsilon-ball of its clean row, drawn
 only from ``generator``'s randomness, and keeps nothing between calls. It never changes the
-networks: no parameter, no ``.grad``, no train/eval mode.
+networks: no parameter, no ``.grad``, no train/eval mode. Observations of another float dtype
+(float64: numpy's default) are cast to the actor's; a width other than the actor's is an error.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Attacker(ABC):
         scale: Tensor | None = None,
     ) -> Tensor:
         epsilon = self._check(critics, obs, epsilon, generator, scale)
+        obs = _as_actor_input(actor, obs)
         if epsilon == 0.0 or obs.shape[0] == 0:
             return obs.detach().clone()
         # Inference tensors cannot enter autograd; leave inference mode for this call only.
@@ -110,6 +112,21 @@ class Attacker(ABC):
         if obs.numel() and not bool(torch.isfinite(obs).all()):
             raise ValueError("obs contains NaN or infinite values")
         return epsilon
+
+
+def _as_actor_input(actor: GaussianActor, obs: Tensor) -> Tensor:
+    """``obs`` in the actor's dtype (float64 observations are common: numpy's default), after
+    checking its width against the actor's first layer when the actor has one."""
+    first = next((m for m in actor.modules() if isinstance(m, torch.nn.Linear)), None)
+    if first is not None and obs.shape[1] != first.in_features:
+        raise ValueError(
+            f"obs has {obs.shape[1]} columns but the actor takes observations of size "
+            f"{first.in_features}"
+        )
+    param = next(actor.parameters(), None)
+    if param is not None and obs.dtype != param.dtype:
+        return obs.to(param.dtype)
+    return obs
 
 
 class NoAttacker(Attacker):

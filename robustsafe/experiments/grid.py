@@ -452,11 +452,25 @@ def check_envs(env_ids: Iterable[str]) -> None:
 
 def train_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
     """The ``robustsafe train`` arguments of a planned run (after ``python``)."""
+    if plan.action == "resume":  # the saved settings go on; only the length may change
+        cmd = ["-m", "robustsafe.cli", "train", "--out", str(plan.run_dir), "--resume"]
+        return [*cmd, *_length_args(spec.train_args), "--no-progress"]
     cmd = ["-m", "robustsafe.cli", "train", "--env", plan.env_id, "--mode", plan.mode]
     cmd += ["--seed", str(plan.seed), "--preset", spec.preset, "--out", str(plan.run_dir)]
-    if plan.action == "resume":
-        cmd.append("--resume")
     return [*cmd, *spec.train_args, "--no-progress"]
+
+
+def _length_args(train_args: Sequence[str]) -> list[str]:
+    """The ``--epochs`` / ``--total-steps`` options among ``train_args`` (a resume refuses the
+    others when they differ from the saved settings)."""
+    out: list[str] = []
+    it = iter(train_args)
+    for arg in it:
+        if arg in ("--epochs", "--total-steps"):
+            out += [arg, next(it, "")]
+        elif arg.startswith(("--epochs=", "--total-steps=")):
+            out.append(arg)
+    return out
 
 
 def evaluate_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
@@ -477,6 +491,7 @@ def evaluate_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
         str(spec.eval_seed),
         "--out",
         str(plan.run_dir / "eval.json"),
+        "--force",  # a stale evaluation of this run is replaced
         "--workers",
         str(spec.eval_workers),
         "--num-envs",
@@ -550,6 +565,29 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGTERM when this process dies, even by
+    ``kill -9`` (Linux ``prctl(PR_SET_PDEATHSIG)``), so that no training outlives its grid.
+    None elsewhere: there the run lock still stops a second writer."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded here: the child only calls it
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the grid died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
 class _LocalProcess:
     def __init__(self, args: Sequence[str], log_path: Path) -> None:
         self._log = open(log_path, "a")  # closed in poll() or stop()
@@ -562,6 +600,7 @@ class _LocalProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=_child_env(),
+                preexec_fn=_die_with_parent(),
             )
         except BaseException:
             self._log.close()

@@ -1,0 +1,233 @@
+"""Safe files for a run directory: the training state, atomic writes, and the run lock.
+
+The training state (``state.pt``) holds optimisers, the replay buffer, random-generator states
+and counters. It is written with ``torch.save`` and read back only with ``torch.load(...,
+weights_only=True)``, which rebuilds tensors and plain containers and never runs code from the
+file. Numpy arrays, numpy scalars and bytes are stored as tagged dicts holding their raw bytes
+as a uint8 tensor (with dtype and shape); Python ints of any size (PCG64 states hold 128-bit
+ints), floats, str, bool, None, tensors, dicts, lists and tuples are stored as they are. The
+encoding is generic: any new field made of these types round-trips without a change here.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import io
+import os
+import pickle
+import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+STATE_FORMAT = "robustsafe-train-state"
+STATE_VERSION = 2  # version 1 was a plain pickle, which cannot be loaded safely
+_NDARRAY = "__robustsafe_ndarray__"
+_NPSCALAR = "__robustsafe_npscalar__"
+_BYTES = "__robustsafe_bytes__"
+_TAGS = (_NDARRAY, _NPSCALAR, _BYTES)
+LOCK_NAME = ".lock"
+
+
+class StateFileError(ValueError):
+    """A state file that is damaged, foreign, or from an older RobustSafe."""
+
+
+class RunLockedError(RuntimeError):
+    """Another live process is writing the run directory."""
+
+
+# ----------------------------------------------------------------------------- encoding
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray | np.generic):
+        arr = np.asarray(obj)
+        if arr.dtype.hasobject:
+            raise TypeError("numpy arrays of Python objects cannot be stored safely")
+        tag = _NPSCALAR if isinstance(obj, np.generic) else _NDARRAY
+        # raw bytes as a uint8 tensor: an empty ``bytes`` would pickle as a call to bytes()
+        raw = torch.from_numpy(np.frombuffer(arr.tobytes(), dtype=np.uint8).copy())
+        return {tag: arr.dtype.str, "shape": list(arr.shape), "data": raw}
+    if isinstance(obj, bytes):  # as a tensor: an empty ``bytes`` pickles as a call to bytes()
+        return {_BYTES: torch.from_numpy(np.frombuffer(obj, dtype=np.uint8).copy())}
+    if isinstance(obj, dict):
+        if any(tag in obj for tag in _TAGS):
+            raise TypeError(f"dict keys {', '.join(_TAGS)} are reserved")
+        return {k: _encode(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_encode(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_encode(v) for v in obj)
+    if obj is None or isinstance(obj, bool | int | float | str | torch.Tensor):
+        return obj
+    raise TypeError(f"cannot store a {type(obj).__name__} in a training state")
+
+
+def _decode(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        if _BYTES in obj:
+            return obj[_BYTES].numpy().tobytes()
+        for tag in (_NDARRAY, _NPSCALAR):
+            if tag in obj:
+                raw = obj["data"].numpy().tobytes()
+                arr = np.frombuffer(raw, dtype=np.dtype(obj[tag]))
+                arr = arr.reshape(obj["shape"]).copy()  # writable, own memory
+                return arr[()] if tag == _NPSCALAR else arr
+        return {k: _decode(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_decode(v) for v in obj)
+    return obj
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash never leaves a half-written file there.
+
+    A full disk raises OSError(ENOSPC) naming ``path`` (not a serialiser's cryptic error).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as err:
+        _unlink_quietly(tmp)
+        if err.errno == errno.ENOSPC:
+            raise OSError(errno.ENOSPC, "no space left on device", str(path)) from None
+        raise
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def torch_bytes(obj: Any) -> bytes:
+    """``obj`` serialised by ``torch.save``, in memory (so that write errors are real OSErrors)."""
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def save_state(path: str | Path, obj: Any) -> None:
+    """Write a training state (nested containers of tensors, numpy arrays and plain values)."""
+    payload = {"format": STATE_FORMAT, "version": STATE_VERSION, "state": _encode(obj)}
+    write_bytes_atomic(Path(path), torch_bytes(payload))
+
+
+def load_state(path: str | Path) -> Any:
+    """Read a training state written by ``save_state``; never executes code from the file.
+
+    Raises StateFileError (one line, naming the file) for a damaged, foreign or old file.
+    """
+    path = Path(path)
+    try:
+        data = safe_torch_load(path)
+    except FileNotFoundError:
+        raise
+    except Exception as err:
+        raise StateFileError(
+            f"cannot load training state {path}: damaged, not a RobustSafe state, or written by "
+            f"an older RobustSafe ({load_error_reason(err)})"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
+        raise StateFileError(f"{path} is not a RobustSafe training state")
+    if data.get("version") != STATE_VERSION:
+        raise StateFileError(
+            f"{path} has training-state version {data.get('version')}; this RobustSafe reads "
+            f"version {STATE_VERSION}"
+        )
+    try:
+        return _decode(data["state"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise StateFileError(f"{path}: damaged training state ({err})") from None
+
+
+def safe_torch_load(path: Path) -> Any:
+    """``torch.load`` of tensors and plain values only, without torch's warnings on stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. about the pickle protocol of a foreign file
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def load_error_reason(err: BaseException) -> str:
+    """Why ``safe_torch_load`` failed, in words for the user (torch's own message advises
+    loading with ``weights_only=False``, which would run the file's code)."""
+    if isinstance(err, pickle.UnpicklingError) and "weights only" in str(err).lower():
+        return "not only tensors and plain values: such a file is never loaded, it could run code"
+    return first_line(err)
+
+
+def first_line(err: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message (torch's load errors span many lines)."""
+    text = str(err).strip()
+    return text.splitlines()[0][:limit] if text else type(err).__name__
+
+
+def clean_temp_files(run_dir: Path) -> list[Path]:
+    """Remove the ``.NAME*.tmp`` files an interrupted atomic write left; returns them.
+
+    Call only while holding the run lock: a live writer's temporary file must not vanish.
+    """
+    removed = []
+    for folder in (run_dir, run_dir / "checkpoints"):
+        if folder.is_dir():
+            for tmp in folder.glob(".*.tmp"):
+                if tmp.is_file():
+                    tmp.unlink()
+                    removed.append(tmp)
+    return removed
+
+
+# ----------------------------------------------------------------------------- lock
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the exclusive lock of ``run_dir`` (file ``.lock``, holding the owner's PID).
+
+    The lock is an ``flock`` on that file: the kernel drops it when its owner dies, even by
+    ``kill -9``, so a stale lock (owner gone) is taken over without any cleanup. While the
+    owner lives, a second writer gets RunLockedError naming the owner's PID.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise RunLockedError(
+                f"{run_dir} is being written by another process (PID {owner}, lock file {path});"
+                " wait for it to finish or stop it"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # no PID: nobody holds it
+    finally:
+        os.close(fd)  # releases the flock

@@ -1,0 +1,123 @@
+"""Outputs: checked before the work, never inside someone's run by default, never lost on a
+failed write (issue 12: 3, 6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import cli_train, one_line_error
+
+from robustsafe.agent import load_agent
+from robustsafe.cli import main
+
+EVAL = ["--workers", "0", "--num-envs", "2", "--episodes", "2", "--no-progress"]
+
+
+def _snapshot(folder) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_evaluate_leaves_the_run_untouched_by_default(cli_run, capsys):
+    before = _snapshot(cli_run)
+    assert main(["evaluate", "--run", str(cli_run), *EVAL]) == 0
+    assert "reward" in capsys.readouterr().out
+    assert _snapshot(cli_run) == before
+    assert main(["evaluate", "--run", str(cli_run / "agent.pt"), *EVAL]) == 0
+    assert _snapshot(cli_run) == before
+
+
+def test_evaluate_out_is_checked_before_any_episode(cli_run, tmp_path, capsys):
+    args = ["evaluate", "--run", str(cli_run), *EVAL]
+    for bad in (tmp_path, "/proc/robustsafe-no-such-dir/eval.json", tmp_path / "f" / "e.json"):
+        if bad == tmp_path / "f" / "e.json":
+            (tmp_path / "f").write_text("a file, not a folder")
+        assert main([*args, "--out", str(bad)]) == 2
+        captured = capsys.readouterr()
+        assert one_line_error(captured.err) and "reward" not in captured.out, captured
+
+
+def test_evaluate_does_not_replace_a_file_without_force(cli_run, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    out.write_text("precious")
+    assert main(["evaluate", "--run", str(cli_run), *EVAL, "--out", str(out)]) == 2
+    assert one_line_error(capsys.readouterr().err) and out.read_text() == "precious"
+    assert main(["evaluate", "--run", str(cli_run), *EVAL, "--out", str(out), "--force"]) == 0
+    assert json.loads(out.read_text())["episodes"] == 2
+
+
+@pytest.fixture
+def full_disk_in(monkeypatch):
+    """``full_disk_in(folder)``: atomic writes into ``folder`` hit a real ENOSPC (/dev/full)."""
+    real = tempfile.mkstemp
+
+    def install(folder):
+        def fake(suffix=None, prefix=None, dir=None, text=False):
+            if dir is not None and os.path.samefile(dir, folder):
+                fd, path = real(suffix=suffix, prefix=prefix, dir=dir)
+                os.close(fd)
+                return os.open("/dev/full", os.O_WRONLY), path
+            return real(suffix=suffix, prefix=prefix, dir=dir, text=text)
+
+        monkeypatch.setattr(tempfile, "mkstemp", fake)
+
+    return install
+
+
+def test_a_full_disk_during_training_says_so(tmp_path, capsys, full_disk_in):
+    out = tmp_path / "run"
+    out.mkdir()
+    full_disk_in(out)
+    assert cli_train(out, "--epochs", "1") == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "no space left on device" in err and str(out) in err
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_a_failed_evaluation_write_keeps_the_results(cli_run, tmp_path, capsys, full_disk_in):
+    out = tmp_path / "evals" / "eval.json"
+    out.parent.mkdir()
+    full_disk_in(out.parent)
+    assert main(["evaluate", "--run", str(cli_run), *EVAL, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert one_line_error(captured.err) and "no space left on device" in captured.err
+    kept = Path(captured.err.rsplit("saved in ", 1)[1].split()[0])
+    assert json.loads(kept.read_text())["episodes"] == 2
+    shutil.rmtree(kept.parent)
+    assert "reward" in captured.out  # the table was printed before the write
+
+
+FIT = ["--steps", "40", "--workers", "0", "--num-envs", "2"]
+
+
+def test_fit_critics_never_replaces_the_agent_silently(cli_run, tmp_path, capsys):
+    agent = (cli_run / "agent.pt").read_bytes()
+    assert main(["fit-critics", "--run", str(cli_run), *FIT]) == 2
+    captured = capsys.readouterr()
+    assert one_line_error(captured.err) and "--out" in captured.err
+    assert "TD loss" not in captured.out and (cli_run / "agent.pt").read_bytes() == agent
+    assert main(["fit-critics", "--run", str(cli_run), *FIT, "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert one_line_error(captured.err) and "TD loss" not in captured.out
+    assert main(["fit-critics", "--run", str(cli_run), *FIT, "--force"]) == 0
+    assert (cli_run / "agent.pt").read_bytes() != agent
+
+
+def test_fit_critics_keeps_its_result_on_a_failed_write(cli_run, tmp_path, capsys, full_disk_in):
+    out = tmp_path / "agents" / "fitted.pt"
+    out.parent.mkdir()
+    full_disk_in(out.parent)
+    assert main(["fit-critics", "--run", str(cli_run), *FIT, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "no space left on device" in err
+    kept = Path(err.rsplit("saved in ", 1)[1].split()[0])
+    assert load_agent(kept).epoch == 2
+    shutil.rmtree(kept.parent)

@@ -1,0 +1,41 @@
+"""Settings: numbers read as numbers, NaN / inf refused, errors name the key and the type
+(issue 12: 5)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import TOY, cli_train, one_line_error
+
+from robustsafe.config import resolve
+
+
+def test_the_readme_set_example_trains(tmp_path):
+    out = tmp_path / "run"
+    assert cli_train(out, "--epochs", "1", "--set", "ppo.actor_lr=1e-3") == 0
+    assert yaml.safe_load((out / "config.yaml").read_text())["ppo"]["actor_lr"] == 0.001
+    cfg = resolve(TOY, sets=["ppo.actor_lr=1E-3", "epochs=2e1", "ppo.actor_max_grad_norm=5e-1"])
+    assert (cfg.ppo.actor_lr, cfg.epochs, cfg.ppo.actor_max_grad_norm) == (0.001, 20, 0.5)
+
+
+@pytest.mark.parametrize(
+    "item, words",
+    [
+        ("ppo.actor_lr=.nan", ["ppo.actor_lr", "finite"]),
+        ("ppo.actor_lr=.inf", ["ppo.actor_lr", "finite"]),
+        ("pid.kp=-.inf", ["pid.kp", "finite"]),
+        ("robust.epsilon=nan", ["robust.epsilon", "finite"]),
+        ("ppo.actor_max_grad_norm=.nan", ["ppo.actor_max_grad_norm", "finite"]),
+        ("ppo.hidden=[8,.nan]", ["ppo.hidden", "finite"]),
+        ("ppo.actor_lr=fast", ["ppo.actor_lr", "number"]),
+        ("epochs=ten", ["epochs", "integer"]),
+        ("epochs=2.5", ["epochs", "integer"]),
+        ("seed=true", ["seed", "integer"]),
+        ("robust.epsilon=1e9", ["epsilon", "<= 1"]),
+    ],
+)
+def test_bad_settings_name_the_key_and_the_type(tmp_path, capsys, item, words):
+    assert cli_train(tmp_path / "run", "--set", item) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and all(w in err for w in words), err
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,37 @@
+"""Silent wrong results become warnings or refusals (issue 12: 8)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from conftest import TOY, cli_train, one_line_error
+
+from robustsafe.cli import main
+
+TWIN = "RobustSafeToyCostTwin-v0"  # the toy env's sizes under another name
+if TWIN not in gym.registry:
+    gym.register(TWIN, entry_point=gym.registry[TOY].entry_point, max_episode_steps=20)
+
+
+def test_an_env_without_costs_warns(tmp_path):
+    with pytest.warns(UserWarning, match=r"info\['cost'\]"):
+        assert cli_train(tmp_path / "run", "--epochs", "1", env="Pendulum-v1") == 0
+
+
+def test_an_absurd_epsilon_is_refused_before_any_episode(cli_run, capsys):
+    args = ["evaluate", "--run", str(cli_run), "--workers", "0", "--episodes", "2"]
+    assert main([*args, "--attacks", "random", "--eps", "1e9"]) == 2
+    captured = capsys.readouterr()
+    assert one_line_error(captured.err) and "--allow-large-eps" in captured.err
+    assert "reward" not in captured.out
+    assert main([*args, "--attacks", "random", "--eps", "2", "--allow-large-eps"]) == 0
+
+
+def test_an_agent_is_not_evaluated_on_another_task_silently(cli_run, capsys):
+    args = ["evaluate", "--run", str(cli_run), "--workers", "0", "--episodes", "2"]
+    assert main([*args, "--env", TWIN]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and TOY in err and "--allow-other-env" in err
+    assert main([*args, "--env", TWIN, "--allow-other-env"]) == 0
+    assert main([*args, "--env", "SafetyCarRun-v0", "--allow-other-env"]) == 2
+    assert "observation size" in capsys.readouterr().err
