@@ -227,6 +227,7 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.appendix import APPENDIX_ATTACKS
     from robustsafe.experiments.grid import (
         GridSpec,
         format_plan,
@@ -234,7 +235,13 @@ def cmd_grid(args: argparse.Namespace) -> int:
         plan_grid,
         run_grid,
     )
+    from robustsafe.experiments.xi_sweep import DEFAULT_XIS
 
+    appendix_attacks = args.appendix_attacks or ""
+    xi_sweep = args.xi_sweep or ""
+    if args.appendix:
+        appendix_attacks = appendix_attacks or ",".join(APPENDIX_ATTACKS)
+        xi_sweep = xi_sweep or ",".join(f"{x:g}" for x in DEFAULT_XIS)
     train_args: list[str] = []
     if args.epochs is not None:
         train_args += ["--epochs", str(args.epochs)]
@@ -258,6 +265,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
             eval_num_envs=args.eval_num_envs,
             evaluate=not args.no_eval,
             backend=args.backend,
+            appendix_attacks=appendix_attacks,
+            xi_sweep=xi_sweep,
         )
         if args.dry_run:
             print(format_plan(plan_grid(spec)))
@@ -486,6 +495,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-eval", action="store_true", help="train only")
     g.add_argument("--backend", default="local", choices=("local", "ray"))
     g.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    g.add_argument(
+        "--appendix",
+        action="store_true",
+        help="also the appendix's evaluations: minr and mix:0.25,0.5,0.75 for vanilla, adv-mc, "
+        "adv-mr (RUN/eval-appendix.json) and AMAD over xi for vanilla (RUN/eval-xi.json)",
+    )
+    g.add_argument(
+        "--appendix-attacks", help="the extra attackers (default with --appendix: minr,mix:...)"
+    )
+    g.add_argument(
+        "--xi-sweep", help="AMAD's xi values (default with --appendix: 0.05,0.1,0.2,0.3,0.5,0.75)"
+    )
     g.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
     g.add_argument("--total-steps", type=int, help="env steps per run")
     g.add_argument("--set", action="append", metavar="KEY=VALUE", help="setting override")
