@@ -3,19 +3,20 @@
 ``robustsafe table DIR`` writes them beside Table 1 (see ``write_appendix``):
 
 - ``<prefix>-appendix.{md,csv,tex}``: the Random / MAD / Average columns, reward and cost, of
-  the appendix table "Evaluation results of natural performance (no attack) and under Random and
-  MAD attackers" (``tab:exp-results-append``). Same rows, pooling, failing stars and lowest-cost
-  marks as Table 1 (it is Table 1's builder with those columns): Average pools the five
-  attackers Random, MAD, AMAD, MC and MR.
+  the appendix table "Evaluation results of natural performance (no attack) and under Random
+  and MAD attackers" (Table 5, ``tab:exp-results-append``). Same rows, pooling, failing stars
+  and lowest-cost marks as Table 1 (it is Table 1's builder with those columns): Average pools
+  the five attackers Random, MAD, AMAD, MC and MR.
 - ``<prefix>-minr.{md,csv,tex}``: the minimum-reward attacker table "Evaluation results under
-  Minimum Reward attacker" (``tab:exp-minreward-append``): per method a Reward and a Cost row,
-  per env a column, each cell the pooled mean under ``minr`` with its change from the natural
-  mean of the same runs (``↓`` lower, ``↑`` higher); our cells add the pooled std. The Markdown
-  file also compares minr with MC and MR (the same runs' ``mc`` / ``mr`` evaluations). Written
-  when some run has a ``minr`` evaluation.
+  Minimum Reward attacker" (Table 3, ``tab:exp-minreward-append``): per method a Reward and a
+  Cost row, per env a column, each cell the pooled mean under ``minr`` with its change from the
+  natural mean of the same runs (``↓`` lower, ``↑`` higher); our cells add the pooled std. The
+  Markdown file also compares minr with MC and MR (the same runs' ``mc`` / ``mr``
+  evaluations). Written when some run has a ``minr`` evaluation.
 - ``<prefix>-mix.{md,csv,tex}``: the MC/MR mixture table "Evaluation results under different
-  ratio of MC and MR attackers of PPOL" (``tab:exp-ppol-mcmr-append``). ``mix:W`` maximises
-  ``W Q_c + (1 - W) Q_r``, the paper's ``w x MC + (1 - w) x MR``: W = 0.75 is its MC:MR = 3:1.
+  ratio of MC and MR attackers of PPOL" (Table 7, ``tab:exp-ppol-mcmr-append``). ``mix:W``
+  maximises ``W Q_c + (1 - W) Q_r``, the paper's ``w x MC + (1 - w) x MR``: W = 0.75 is its
+  MC:MR = 3:1.
   Columns W = 1, 0.75, 0.5, 0.25, 0 (and any other W evaluated); W = 1 is ``mix:1`` or else
   ``mc`` (the same objective, see ``robustsafe.attacks.critic_attacks``), W = 0 ``mix:0`` or
   else ``mr``. Rows: every method with some ``mix:W`` evaluation. Written when there is one.

@@ -1,5 +1,5 @@
 """The appendix figure "Reward and cost of AMAD and MAD attacker" (paper appendix C.9,
-``fig:mad-amad``) from the ``eval-xi.json`` files of a directory tree.
+Figure 4, ``fig:mad-amad``) from the ``eval-xi.json`` files of a directory tree.
 
 Per env and training mode, over the seeds that have a sweep: AMAD's reward and cost against xi
 (the fraction of most-costly states attacked), MAD (which attacks every state) as a horizontal

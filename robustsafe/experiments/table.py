@@ -6,7 +6,7 @@ row of the table, each attacker a pair of columns (reward, cost):
 
     Natural | Random | MAD | AMAD | MC | MR | Average (of the five attackers)
 
-Conventions (those of the paper, Table 1 and appendix Table 6, and the authors' code):
+Conventions (those of the paper, Table 1 and appendix Table 5, and the authors' code):
 
 - a cell pools all episodes of all seeds of the method under that attacker and reports their
   mean and standard deviation (the population std, ddof = 0, as ``robustsafe evaluate`` does);

@@ -1,5 +1,6 @@
 """AMAD over xi (the fraction of most-costly states attacked) against MAD: the evaluation
-behind the appendix figure "Reward and cost of AMAD and MAD attacker" (paper appendix C.9).
+behind the appendix figure "Reward and cost of AMAD and MAD attacker" (paper appendix C.9,
+Figure 4).
 
 ``robustsafe xi-sweep --run RUN --xi 0.05,0.1,0.2`` writes ``RUN/eval-xi.json``: the natural
 episodes, MAD, and AMAD at every xi, all at one epsilon, with the same paired episodes. AMAD's
