@@ -19,7 +19,9 @@
   MC:MR = 3:1.
   Columns W = 1, 0.75, 0.5, 0.25, 0 (and any other W evaluated); W = 1 is ``mix:1`` or else
   ``mc`` (the same objective, see ``robustsafe.attacks.critic_attacks``), W = 0 ``mix:0`` or
-  else ``mr``. Rows: every method with some ``mix:W`` evaluation. Written when there is one.
+  else ``mr``. Rows: every method with some ``mix:W`` evaluation. Written when there is one,
+  with the appendix's figure of the same data (``<prefix>-mix-figure.{png,pdf,csv}``: reward
+  and cost against w, bands across seeds; ``robustsafe.experiments.figures``).
 
 Where the evaluations come from: for every run directory, ``eval.json`` (Table 1's attackers,
 what ``robustsafe table`` always read) merged with ``eval-appendix.json`` if present (what
@@ -577,10 +579,11 @@ def write_appendix(
     """Write the appendix tables of ``runs_dir`` next to Table 1 (see the module docstring).
 
     ``<prefix>-appendix.{md,csv,tex}`` always; ``<prefix>-minr.*`` and ``<prefix>-mix.*`` when
-    some run has a ``minr`` / ``mix:W`` evaluation; the AMAD xi figure when some run has an
+    some run has a ``minr`` / ``mix:W`` evaluation (with the mixture figure,
+    ``<prefix>-mix-figure.{png,pdf,csv}``); the AMAD xi figure when some run has an
     ``eval-xi.json`` (``robustsafe.experiments.figures.write_xi_figure``). Returns the paths.
     """
-    from robustsafe.experiments.figures import write_xi_figure
+    from robustsafe.experiments.figures import write_mix_figure, write_xi_figure
     from robustsafe.experiments.xi_sweep import collect_xi_sweeps
 
     prefix = Path(out_prefix)
@@ -610,6 +613,7 @@ def write_appendix(
             _write(named("-mix.md"), format_mix_markdown(mix_rows, columns, notes)),
             _write(named("-mix.csv"), format_appendix_csv(mix_rows=mix_rows)),
             _write(named("-mix.tex"), format_mix_latex(mix_rows, columns, notes)),
+            *write_mix_figure(files, named("-mix-figure")),
         ]
     sweeps, _ = collect_xi_sweeps(runs_dir)
     if sweeps:

@@ -8,19 +8,25 @@ all seeds. Band: the standard deviation across seeds of the per-seed means (ddof
 single seed, the standard deviation over its episodes (the CSV says which, in ``band``).
 ``write_xi_figure`` writes ``<prefix>.png``, ``<prefix>.pdf`` and ``<prefix>.csv`` (the plotted
 series: one line per env, method, attacker and xi).
+
+Also the mixture figure "Reward and cost of mixture attackers of MC and MR" (appendix C.9,
+Figure 5, ``fig:mix-mcmr``): ``write_mix_figure`` plots reward and cost against the weight w of
+``mix:w`` (w x MC + (1 - w) x MR; w = 1 is MC, 0 is MR) per method, with the same lines and
+bands, from the runs ``robustsafe.experiments.appendix.build_mix_table`` tables.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from robustsafe.experiments.table import _env_key, _method_key, method_name
+from robustsafe.experiments.table import EvalFile, _env_key, _method_key, method_name
 from robustsafe.experiments.xi_sweep import XiSweep
 
 XI_CSV_FIELDS = (
@@ -119,9 +125,11 @@ def xi_series(sweeps: Sequence[XiSweep]) -> list[SeriesPoint]:
     return points
 
 
-def format_xi_csv(points: Sequence[SeriesPoint]) -> str:
+def format_xi_csv(points: Sequence[SeriesPoint], x_name: str = "xi") -> str:
+    """The plotted points, one CSV line each (``x_name``: the column of ``SeriesPoint.xi``)."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=XI_CSV_FIELDS, lineterminator="\n")
+    fields = [x_name if f == "xi" else f for f in XI_CSV_FIELDS]
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     w.writeheader()
     for p in points:
         w.writerow(
@@ -130,7 +138,7 @@ def format_xi_csv(points: Sequence[SeriesPoint]) -> str:
                 "method": method_name(p.mode),
                 "mode": p.mode,
                 "attack": p.attack,
-                "xi": "" if p.xi is None else repr(p.xi),
+                x_name: "" if p.xi is None else repr(p.xi),
                 "epsilon": repr(p.epsilon),
                 "n_seeds": p.n_seeds,
                 "n_episodes": p.n_episodes,
@@ -198,9 +206,71 @@ def write_xi_figure(sweeps: Sequence[XiSweep], out_prefix: str | Path) -> list[P
     fig.tight_layout()
     paths = [prefix.with_name(prefix.name + ext) for ext in (".png", ".pdf", ".csv")]
     fig.savefig(paths[0], dpi=120)
-    fig.savefig(paths[1])
+    fig.savefig(paths[1], metadata={"CreationDate": None})  # the same bytes every time
     plt.close(fig)
     tmp = paths[2].with_name(f".{paths[2].name}.tmp")
     tmp.write_text(format_xi_csv(points))
+    tmp.replace(paths[2])
+    return paths
+
+
+def mix_series(files: Sequence[EvalFile]) -> list[SeriesPoint]:
+    """The mixture figure's points: per (env, method) of the mix table, one per weight w (in
+    ``SeriesPoint.xi``), from MC's side (w = 1) to MR's (w = 0)."""
+    from robustsafe.experiments.appendix import _groups, _mix_source, build_mix_table
+
+    rows, columns, _ = build_mix_table(files)
+    groups = _groups(files)
+    points = []
+    for r in rows:
+        members = groups[(r.env_id, r.mode)]
+        eps = math.nan if r.epsilon is None else r.epsilon
+        for weight in columns:
+            runs = [f.episodes[a] for f in members if (a := _mix_source(f, weight)) is not None]
+            if runs:
+                points.append(_point(r.env_id, r.mode, r.sources[weight], weight, eps, runs))
+    return points
+
+
+def write_mix_figure(files: Sequence[EvalFile], out_prefix: str | Path) -> list[Path]:
+    """``<prefix>.png``, ``.pdf`` and ``.csv`` of the mixture figure; returns the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = mix_series(files)
+    prefix = Path(out_prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    envs = list(dict.fromkeys(p.env_id for p in points))
+    fig, axes = plt.subplots(len(envs), 2, figsize=(10, 3.6 * len(envs)), squeeze=False)
+    for row, env_id in zip(axes, envs, strict=True):
+        env_points = [p for p in points if p.env_id == env_id]
+        for ax, key in zip(row, ("reward", "cost"), strict=True):
+            for mode in dict.fromkeys(p.mode for p in env_points):
+                pts = sorted((p for p in env_points if p.mode == mode), key=lambda p: p.xi)
+                x = np.array([p.xi for p in pts])
+                y = np.array([getattr(p, f"{key}_mean") for p in pts])
+                b = np.array([getattr(p, f"{key}_band") for p in pts])
+                (line,) = ax.plot(x, y, marker="o", label=method_name(mode))
+                ax.fill_between(x, y - b, y + b, color=line.get_color(), alpha=0.15)
+            ax.set_title(f"{env_id} (epsilon {env_points[0].epsilon:g})", fontsize=10)
+            ax.set_xlabel("w (mix: w x MC + (1 - w) x MR; 1 = MC, 0 = MR)")
+            ax.set_ylabel(f"episode {key}")
+            ax.grid(alpha=0.3)
+        row[0].legend(fontsize=7)
+    bands = sorted({p.band for p in points})
+    fig.suptitle(
+        "MC/MR mixture attackers: pooled mean; band = std across "
+        + " / ".join("seed means" if b == "seeds" else "episodes (1 seed)" for b in bands),
+        fontsize=10,
+    )
+    fig.tight_layout()
+    paths = [prefix.with_name(prefix.name + ext) for ext in (".png", ".pdf", ".csv")]
+    fig.savefig(paths[0], dpi=120)
+    fig.savefig(paths[1], metadata={"CreationDate": None})  # the same bytes every time
+    plt.close(fig)
+    tmp = paths[2].with_name(f".{paths[2].name}.tmp")
+    tmp.write_text(format_xi_csv(points, x_name="weight"))
     tmp.replace(paths[2])
     return paths

@@ -215,6 +215,22 @@ def test_mix_table_columns_from_mc_side_to_mr_side(tmp_path):
     md = (tmp_path / "table-mix.md").read_text()
     assert "w = 0.75 (MC:MR = 3:1) reward" in md and "w = 1 (MC) cost" in md
     assert "5.00 ± 1.63" in md  # rewards 3, 5, 7
+    # the mixture figure: same series, bands across the seeds' means where two seeds have w
+    png = (tmp_path / "table-mix-figure.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    fig_rows = list(csv.DictReader(io.StringIO((tmp_path / "table-mix-figure.csv").read_text())))
+    assert [(r["weight"], r["attack"]) for r in fig_rows] == [
+        ("1.0", "mc"),
+        ("0.75", "mix:0.75"),
+        ("0.5", "mix:0.5"),
+        ("0.25", "mix:0.25"),
+        ("0.0", "mr"),
+    ]
+    w75 = fig_rows[1]  # seed 0: rewards 3, 5 (mean 4); seed 1: 7
+    assert float(w75["reward_mean"]) == pytest.approx(5.0) and w75["band"] == "seeds"
+    assert float(w75["reward_band"]) == pytest.approx(1.5)  # std of (4, 7)
+    assert w75["reward_seed_means"] == "4.0 7.0"
+    assert fig_rows[0]["band"] == "episodes" and float(fig_rows[0]["cost_mean"]) == 10.0
     # mix:1 evaluated explicitly takes over from mc
     write_eval(
         tmp_path,
