@@ -10,9 +10,9 @@ commands ``robustsafe grid --appendix`` runs, into ``<out>/<env>/<mode>/seed0/``
 
 all at the agent's own epsilon (``robust.epsilon`` of its config.yaml), deterministic actions,
 paired episodes. Then ``robustsafe table <out>`` writes Table 1 and the appendix files
-(``table-appendix``, ``table-minr``, ``table-mix``, ``table-amad-xi``) and this script writes
-``<out>/README.md`` (command, commit, machine, times). An evaluation file already there is kept
-(delete it, or pass ``--force``, to redo it).
+(``table-appendix``, ``table-minr``, ``table-mix``, ``table-mix-figure``, ``table-amad-xi``)
+and this script writes ``<out>/README.md`` (command, commit, machine, times). An evaluation
+file already there is kept (delete it, or pass ``--force``, to redo it).
 
     python benchmarks/appendix_tables.py --episodes 10 --out benchmarks/results/appendix_zoo
 
@@ -133,6 +133,7 @@ def main() -> None:
         "- [table-appendix.md](table-appendix.md): Random / MAD / Average (paper appendix C.9)",
         "- [table-minr.md](table-minr.md): the minimum-reward attacker against natural, MC, MR",
         "- [table-mix.md](table-mix.md): the MC/MR mixture, w = 1 (MC) ... 0 (MR)",
+        "- [table-mix-figure.png](table-mix-figure.png) (and .pdf, .csv): the same, as a figure",
         "- [table-amad-xi.png](table-amad-xi.png) (and .pdf, .csv): AMAD over xi against MAD",
         "- [table.md](table.md): Table 1's columns for these agents",
         "- per agent `<env>/<mode>/seed0/`: `eval.json`, `eval-appendix.json`, `eval-xi.json`",
