@@ -368,6 +368,7 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.appendix import APPENDIX_ATTACKS
     from robustsafe.experiments.grid import (
         GridSpec,
         format_plan,
@@ -375,7 +376,13 @@ def cmd_grid(args: argparse.Namespace) -> int:
         plan_grid,
         run_grid,
     )
+    from robustsafe.experiments.xi_sweep import DEFAULT_XIS
 
+    appendix_attacks = args.appendix_attacks or ""
+    xi_sweep = args.xi_sweep or ""
+    if args.appendix:
+        appendix_attacks = appendix_attacks or ",".join(APPENDIX_ATTACKS)
+        xi_sweep = xi_sweep or ",".join(f"{x:g}" for x in DEFAULT_XIS)
     train_args: list[str] = []
     if args.epochs is not None:
         train_args += ["--epochs", str(args.epochs)]
@@ -399,6 +406,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
             eval_num_envs=args.eval_num_envs,
             evaluate=not args.no_eval,
             backend=args.backend,
+            appendix_attacks=appendix_attacks,
+            xi_sweep=xi_sweep,
         )
         if args.dry_run:
             print(format_plan(plan_grid(spec)))
@@ -434,16 +443,97 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.appendix import write_appendix
     from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
     runs = Path(args.runs_dir)
+    prefix = Path(args.out) if args.out else runs / "table"
     try:
         table = collect_table(runs)
         print(format_markdown(table))
-        paths = write_tables(runs, Path(args.out) if args.out else runs / "table", table=table)
+        paths = write_tables(runs, prefix, table=table)
+        if not args.no_appendix:
+            paths += write_appendix(runs, prefix, table=table)
     except (FileNotFoundError, ValueError) as err:
         raise CLIError(str(err)) from None
     print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_xi_sweep(args: argparse.Namespace) -> int:
+    import torch
+
+    from robustsafe.agent import load_agent
+    from robustsafe.envs import VectorEnv
+    from robustsafe.evaluate import write_json_atomic
+    from robustsafe.experiments.xi_sweep import (
+        XI_EVAL_NAME,
+        XI_FORMAT,
+        evaluate_xi_sweep,
+        parse_xis,
+    )
+
+    torch.set_num_threads(1)
+    try:
+        agent = load_agent(args.run)
+        xis = parse_xis(args.xi)
+    except (FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    if args.episodes < 1:
+        raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    eps = args.eps if args.eps is not None else agent.config.robust.epsilon
+    try:
+        vec = VectorEnv(
+            agent.config.env_id,
+            min(args.num_envs, args.episodes),
+            seed=args.seed,
+            workers=args.workers,
+            env_kwargs=agent.config.env_kwargs,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    try:
+        results = evaluate_xi_sweep(
+            agent,
+            vec,
+            xis,
+            eps,
+            episodes=args.episodes,
+            seed=args.seed,
+            attack_seed=args.attack_seed,
+            attack_space=args.attack_space,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    finally:
+        vec.close()
+    run = Path(args.run)
+    out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / XI_EVAL_NAME
+    payload = {
+        "format": XI_FORMAT,
+        "agent": str(args.run),
+        "env_id": agent.config.env_id,
+        "agent_epoch": agent.epoch,
+        "train_mode": agent.config.robust.mode,
+        "train_seed": agent.config.seed,
+        "train_preset": agent.config.preset,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "attack_seed": args.attack_seed,
+        "actions": "deterministic (mean)",
+        "epsilon_space": args.attack_space,
+        "epsilon": eps,
+        "xi_values": xis,
+        "results": results,
+    }
+    write_json_atomic(out, payload)
+    for r in results:
+        label = r["attack"] + (f" xi {r['xi']:g}" if "xi" in r else "")
+        print(
+            f"{label:<14} reward {r['reward_mean']:8.2f} ± {r['reward_std']:6.2f}   "
+            f"cost {r['cost_mean']:7.2f} ± {r['cost_std']:6.2f}"
+        )
+    print(f"written to {out}")
     return 0
 
 
@@ -567,6 +657,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-eval", action="store_true", help="train only")
     g.add_argument("--backend", default="local", choices=("local", "ray"))
     g.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    g.add_argument(
+        "--appendix",
+        action="store_true",
+        help="also the appendix's evaluations: minr and mix:0.25,0.5,0.75 for vanilla, adv-mc, "
+        "adv-mr (RUN/eval-appendix.json) and AMAD over xi for vanilla (RUN/eval-xi.json)",
+    )
+    g.add_argument(
+        "--appendix-attacks", help="the extra attackers (default with --appendix: minr,mix:...)"
+    )
+    g.add_argument(
+        "--xi-sweep", help="AMAD's xi values (default with --appendix: 0.05,0.1,0.2,0.3,0.5,0.75)"
+    )
     g.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
     g.add_argument("--total-steps", type=int, help="env steps per run")
     g.add_argument("--set", action="append", metavar="KEY=VALUE", help="setting override")
@@ -575,7 +677,27 @@ def build_parser() -> argparse.ArgumentParser:
     tb = sub.add_parser("table", help="the paper's Table 1 from a directory of evaluations")
     tb.add_argument("runs_dir", help="directory searched for eval.json files")
     tb.add_argument("--out", help="output prefix (default RUNS_DIR/table): .md, .csv, .tex")
+    tb.add_argument(
+        "--no-appendix",
+        action="store_true",
+        help="Table 1 only (default: also PREFIX-appendix, -minr, -mix and -amad-xi files)",
+    )
     tb.set_defaults(func=cmd_table)
+
+    xs = sub.add_parser(
+        "xi-sweep", help="AMAD at several xi against MAD (the appendix's MAD/AMAD figure)"
+    )
+    xs.add_argument("--run", required=True, help="run directory or agent .pt file")
+    xs.add_argument("--xi", default="0.05,0.1,0.2,0.3,0.5,0.75", help="fractions attacked")
+    xs.add_argument("--eps", type=float, help="epsilon (default: the run's robust.epsilon)")
+    xs.add_argument("--episodes", type=int, default=50)
+    xs.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
+    xs.add_argument("--attack-seed", type=int, default=0)
+    xs.add_argument("--attack-space", default="raw", choices=("raw", "normalized"))
+    xs.add_argument("--out", help="JSON file (default RUN/eval-xi.json)")
+    xs.add_argument("--num-envs", type=int, default=10)
+    xs.add_argument("--workers", type=int, default=2)
+    xs.set_defaults(func=cmd_xi_sweep)
 
     tab = sub.add_parser("tabular", help="the exact finite-CMDP toolkit")
     tab_sub = tab.add_subparsers(dest="tabular_command", required=True)

@@ -4,6 +4,9 @@
   combination in its own process, resume or skip finished ones, evaluate every agent).
 - ``robustsafe.experiments.table``: ``collect_table``, ``format_markdown``, ``write_tables``
   (the paper's Table 1 from the ``eval.json`` files of a directory tree).
+- ``robustsafe.experiments.appendix``: ``write_appendix`` (the appendix's Random/MAD/Average,
+  minimum-reward and MC/MR mixture tables), ``robustsafe.experiments.xi_sweep`` (AMAD over xi)
+  and ``robustsafe.experiments.figures`` (its figure against MAD).
 
 The submodules are imported on demand (``from robustsafe.experiments.grid import run_grid``),
 so importing this package costs nothing.

@@ -183,6 +183,14 @@ class GridSpec:
         ``local`` (subprocesses of this process) or ``ray``: the same commands as Ray tasks
         (``pip install ray``; each task asks Ray for 2 CPUs, and the run directories must be
         on a file system that the Ray workers and this process share).
+    appendix_attacks, appendix_modes
+        Extra attackers for the appendix's tables (``robustsafe grid --appendix``: ``minr``
+        and ``mix:0.25,0.5,0.75``), evaluated for the runs of ``appendix_modes`` (default
+        PPOL-vanilla and ADV-PPOL(MC/MR)) into ``<run>/eval-appendix.json`` (same episodes,
+        seed and epsilon as ``eval.json``, which stays as it is). Empty: none.
+    xi_sweep, xi_modes
+        AMAD's xi values for the appendix's MAD/AMAD figure (``robustsafe xi-sweep``), for the
+        runs of ``xi_modes`` (default PPOL-vanilla), into ``<run>/eval-xi.json``. Empty: none.
     """
 
     envs: tuple[str, ...]
@@ -199,6 +207,10 @@ class GridSpec:
     eval_num_envs: int = 10
     evaluate: bool = True
     backend: str = "local"
+    appendix_attacks: tuple[str, ...] = ()
+    appendix_modes: tuple[str, ...] = ("vanilla", "adv-mc", "adv-mr")
+    xi_sweep: tuple[float, ...] = ()
+    xi_modes: tuple[str, ...] = ("vanilla",)
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalise in place (frozen)
@@ -232,6 +244,7 @@ class GridSpec:
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; accepted: {', '.join(BACKENDS)}")
         _check_attacks(self.attacks)
+        _check_extras(self)
         parse_train_args(self.train_args)
         dirs: dict[str, str] = {}
         for env in self.envs:
@@ -262,6 +275,22 @@ def _check_attacks(attacks: Sequence[str]) -> None:
     for name in attacks:
         if name not in ("none", "amad"):  # amad needs a threshold; its name is valid
             make_attacker(name)  # raises ValueError with the accepted names
+
+
+def _check_extras(spec: GridSpec) -> None:
+    """Normalise and check the appendix options of a spec (in place: it is frozen)."""
+    from robustsafe.experiments.xi_sweep import parse_xis
+
+    put = object.__setattr__
+    attacks = spec.appendix_attacks
+    attacks = _as_tuple(attacks, "appendix_attacks", str) if attacks else ()
+    put(spec, "appendix_attacks", tuple(a for a in attacks if a != "none"))
+    _check_attacks(spec.appendix_attacks)
+    put(spec, "xi_sweep", tuple(parse_xis(spec.xi_sweep)) if spec.xi_sweep else ())
+    for name in ("appendix_modes", "xi_modes"):
+        put(spec, name, _as_tuple(getattr(spec, name), name, str))
+        for mode in getattr(spec, name):
+            check_mode(mode)
 
 
 def resolve_train_config(spec: GridSpec, env_id: str, mode: str, seed: int) -> TrainConfig:
@@ -310,6 +339,7 @@ class PlannedRun:
     evaluate: bool
     epsilon: float
     note: str = ""
+    extra: tuple[str, ...] = ()  # extra evaluation files to write (eval-appendix.json, ...)
 
 
 def expected_attacks(spec: GridSpec) -> list[str]:
@@ -410,7 +440,105 @@ def plan_grid(spec: GridSpec) -> list[PlannedRun]:
 
     Raises ValueError when ``train_args`` do not resolve to valid settings.
     """
-    return [plan_run(spec, e, m, s) for e, m, s in spec.combinations()]
+    return [_plan_extras(spec, plan_run(spec, e, m, s)) for e, m, s in spec.combinations()]
+
+
+# ----------------------------------------------------------------------------- extra evaluations
+
+
+def extra_evaluations(spec: GridSpec, mode: str) -> list[str]:
+    """The extra evaluation files of a run of ``mode``: ``eval-appendix.json`` (the appendix's
+    attackers) and ``eval-xi.json`` (AMAD over xi), as the spec asks."""
+    from robustsafe.experiments.appendix import APPENDIX_EVAL_NAME
+    from robustsafe.experiments.xi_sweep import XI_EVAL_NAME
+
+    out = []
+    if spec.evaluate and spec.appendix_attacks and mode in spec.appendix_modes:
+        out.append(APPENDIX_EVAL_NAME)
+    if spec.evaluate and spec.xi_sweep and mode in spec.xi_modes:
+        out.append(XI_EVAL_NAME)
+    return out
+
+
+def extra_evaluation_is_current(run_dir: Path, name: str, spec: GridSpec, epsilon: float) -> bool:
+    """True if ``run_dir/name`` is newer than ``agent.pt`` and was made with the spec's
+    episodes, evaluation seed, epsilon and attackers (or xi values)."""
+    from robustsafe.experiments.xi_sweep import XI_EVAL_NAME
+
+    path, agent = Path(run_dir) / name, Path(run_dir) / "agent.pt"
+    try:
+        if path.stat().st_mtime_ns <= agent.stat().st_mtime_ns:
+            return False
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return False
+    if data.get("episodes") != spec.episodes or data.get("seed") != spec.eval_seed:
+        return False
+    results = [r for r in data["results"] if isinstance(r, dict)]
+    if name == XI_EVAL_NAME:
+        if data.get("xi_values") != list(spec.xi_sweep):
+            return False
+    elif {r.get("attack") for r in results} != {"none", *spec.appendix_attacks}:
+        return False
+    eps = {r.get("epsilon") for r in results if r.get("attack") != "none"}
+    return all(isinstance(e, int | float) and math.isclose(e, epsilon) for e in eps)
+
+
+def _plan_extras(spec: GridSpec, plan: PlannedRun) -> PlannedRun:
+    names = extra_evaluations(spec, plan.mode)
+    if plan.action == "skip":
+        names = [
+            n for n in names if not extra_evaluation_is_current(plan.run_dir, n, spec, plan.epsilon)
+        ]
+    return replace(plan, extra=tuple(names)) if names else plan
+
+
+def extra_command(spec: GridSpec, plan: PlannedRun, name: str) -> list[str]:
+    """The command (after ``python``) that writes the extra evaluation ``name`` of a run."""
+    from robustsafe.experiments.xi_sweep import XI_EVAL_NAME
+
+    common = ["--episodes", str(spec.episodes), "--seed", str(spec.eval_seed)]
+    common += ["--out", str(plan.run_dir / name), "--workers", str(spec.eval_workers)]
+    common += ["--num-envs", str(spec.eval_num_envs)]
+    eps = ["--eps", repr(float(plan.epsilon))]
+    if name == XI_EVAL_NAME:
+        xis = ",".join(repr(x) for x in spec.xi_sweep)
+        cmd = ["-m", "robustsafe.cli", "xi-sweep", "--run", str(plan.run_dir), "--xi", xis]
+        return [*cmd, *eps, *common]
+    attacks = ",".join(["none", *spec.appendix_attacks])
+    cmd = ["-m", "robustsafe.cli", "evaluate", "--run", str(plan.run_dir), "--attacks", attacks]
+    return [*cmd, *eps, *common, "--no-progress"]
+
+
+def _extra_jobs(spec: GridSpec, index: int, plan: PlannedRun) -> list[_Job]:
+    """The extra evaluations of a run, at the epsilon of its own config.yaml."""
+    from robustsafe.train import load_run_config
+
+    if not plan.extra:
+        return []
+    try:
+        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
+    except (OSError, ValueError):
+        pass  # the evaluation will report the problem with the run
+    return [
+        _Job(
+            "extra",
+            index,
+            extra_command(spec, plan, name),
+            plan.run_dir / (Path(name).stem + ".log"),
+            name=name,
+        )
+        for name in plan.extra
+    ]
+
+
+def _finish_extra(state: _State, job: _Job, rc: int) -> bool:
+    """Record the end of an extra evaluation; True if it succeeded."""
+    ok = rc == 0 and (state.plan.run_dir / job.name).exists()
+    state.extra[job.name] = "evaluated" if ok else "failed"
+    return ok
 
 
 def format_plan(plan: Sequence[PlannedRun]) -> str:
@@ -418,6 +546,8 @@ def format_plan(plan: Sequence[PlannedRun]) -> str:
     lines = []
     for p in plan:
         ev = "evaluate" if p.evaluate else "-"
+        if p.extra:
+            ev += " + " + " + ".join(p.extra)
         line = (
             f"{p.action:<7} {p.env_id} {p.mode} seed {p.seed}: "
             f"{p.epochs_done}/{p.epochs_planned} epochs, {ev}  ({p.run_dir})"
@@ -427,9 +557,11 @@ def format_plan(plan: Sequence[PlannedRun]) -> str:
         lines.append(line)
     counts = {a: sum(p.action == a for p in plan) for a in ("train", "resume", "skip")}
     n_eval = sum(p.evaluate for p in plan)
+    n_extra = sum(len(p.extra) for p in plan)
     lines.append(
         f"{len(plan)} runs: {counts['train']} to train, {counts['resume']} to resume, "
         f"{counts['skip']} finished; {n_eval} evaluations"
+        + (f", {n_extra} extra evaluations" if n_extra else "")
     )
     return "\n".join(lines)
 
@@ -528,10 +660,12 @@ class RunResult:
     train_seconds: float | None = None
     eval_seconds: float | None = None
     note: str = ""
+    extra: tuple[tuple[str, str], ...] = ()  # (file, status) of the extra evaluations
 
     @property
     def ok(self) -> bool:
-        return self.train != "failed" and self.evaluation != "failed"
+        failed = any(status == "failed" for _, status in self.extra)
+        return self.train != "failed" and self.evaluation != "failed" and not failed
 
 
 def format_results(results: Sequence[RunResult]) -> str:
@@ -539,6 +673,8 @@ def format_results(results: Sequence[RunResult]) -> str:
     lines = []
     for r in results:
         line = f"{r.env_id} {r.mode} seed {r.seed}: {r.train}, evaluation {r.evaluation}"
+        for name, status in r.extra:
+            line += f", {name} {status}"
         if r.exit_code is not None:
             line += f" (exit status {r.exit_code})"
         lines.append(line)
@@ -689,13 +825,14 @@ class _RayLauncher:
 
 @dataclass
 class _Job:
-    kind: Literal["train", "evaluate"]
+    kind: Literal["train", "evaluate", "extra"]
     index: int  # position in the plan
     args: list[str]
     log_path: Path
     started: float = 0.0
     log_offset: int = 0
     handle: Any = None
+    name: str = ""  # the file an "extra" job writes
 
 
 @dataclass
@@ -709,6 +846,7 @@ class _State:
     train_seconds: float | None = None
     eval_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
+    extra: dict[str, str] = field(default_factory=dict)
 
     def result(self) -> RunResult:
         p = self.plan
@@ -728,6 +866,7 @@ class _State:
             self.train_seconds,
             self.eval_seconds,
             "; ".join(notes),
+            extra=tuple(self.extra.items()),
         )
 
 
@@ -761,7 +900,7 @@ def run_grid(
     if spec.backend == "ray" and not dry_run:
         spec = replace(spec, out=spec.out.resolve())  # Ray workers have another cwd
     plan = plan_grid(spec)
-    check_envs(p.env_id for p in plan if p.action != "skip" or p.evaluate)
+    check_envs(p.env_id for p in plan if p.action != "skip" or p.evaluate or p.extra)
     states = [
         _State(
             p,
@@ -774,9 +913,12 @@ def run_grid(
     for p in plan:
         what = f"{p.action} ({p.epochs_done}/{p.epochs_planned} epochs)"
         ev = ", evaluate" if p.evaluate else ""
+        ev += "".join(f", {name}" for name in p.extra)
         log(f"[grid] {p.env_id} {p.mode} seed {p.seed}: {what}{ev}")
         if p.note:
             log(f"[grid]   note: {p.note}")
+    for s in states:
+        s.extra.update((name, "pending") for name in s.plan.extra)
     if dry_run:
         return [s.result() for s in states]
 
@@ -801,6 +943,8 @@ def _execute(
     for i, p in enumerate(plan):
         if p.action == "skip" and p.evaluate:
             pending.append(_eval_job(spec, i, p))
+        if p.action == "skip":
+            pending.extend(_extra_jobs(spec, i, p))
     for i, p in enumerate(plan):
         if p.action != "skip":
             pending.append(_Job("train", i, train_command(spec, p), p.run_dir / "train.log"))
@@ -810,14 +954,18 @@ def _execute(
 
     def describe(job: _Job) -> str:
         p = plan[job.index]
-        return f"{job.kind} {p.env_id} {p.mode} seed {p.seed}"
+        return f"{job.name or job.kind} {p.env_id} {p.mode} seed {p.seed}"
 
     def finish(job: _Job, rc: int) -> None:
         nonlocal total
         s = states[job.index]
         p = plan[job.index]
         seconds = time.monotonic() - job.started
-        if job.kind == "train":
+        if job.kind == "extra":
+            if _finish_extra(s, job, rc):
+                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
+                return
+        elif job.kind == "train":
             s.train_seconds = seconds
             s.epochs_done = _epochs_done(p.run_dir)  # a crash may leave some epochs saved
             complete = s.epochs_done >= p.epochs_planned
@@ -830,10 +978,13 @@ def _execute(
                 s.train = "resumed" if p.action == "resume" else "trained"
                 log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
                 if s.evaluation == "pending":
+                    extras = _extra_jobs(spec, job.index, p)
+                    pending.extendleft(reversed(extras))
                     pending.appendleft(_eval_job(spec, job.index, p))
-                    total += 1
+                    total += 1 + len(extras)
                 return
             s.train = "failed"
+            s.extra.update((name, "not-run") for name in p.extra)
             if s.evaluation == "pending":
                 s.evaluation = "not-run"
         else:
@@ -864,6 +1015,8 @@ def _execute(
                     if job.kind == "train":
                         s.train = "failed"
                         s.evaluation = "not-run" if s.evaluation == "pending" else s.evaluation
+                    elif job.kind == "extra":
+                        s.extra[job.name] = "failed"
                     else:
                         s.evaluation = "failed"
                     s.log_tail = f"cannot start: {err}"

@@ -6,7 +6,7 @@ row of the table, each attacker a pair of columns (reward, cost):
 
     Natural | Random | MAD | AMAD | MC | MR | Average (of the five attackers)
 
-Conventions (those of the paper, Table 1 and appendix Table 6, and the authors' code):
+Conventions (those of the paper, Table 1 and appendix Table 5, and the authors' code):
 
 - a cell pools all episodes of all seeds of the method under that attacker and reports their
   mean and standard deviation (the population std, ddof = 0, as ``robustsafe evaluate`` does);
@@ -492,15 +492,20 @@ def _env_title(table: ResultsTable, env_id: str, eps_symbol: str) -> str:
     return env_id if eps is None else f"{env_id} ({eps_symbol} = {eps:g})"
 
 
-def format_markdown(table: ResultsTable | str | PathLike, costs_only: bool = False) -> str:
+def format_markdown(
+    table: ResultsTable | str | PathLike,
+    costs_only: bool = False,
+    columns: Sequence[tuple[str, str]] = COLUMNS,
+) -> str:
     """The table in Markdown (marked costs in bold), with its legend and notes.
 
     ``table`` is a ``ResultsTable`` or a directory to collect one from. ``costs_only`` keeps the
-    natural reward and every column's cost (a narrower table, for a README).
+    natural reward and every column's cost (a narrower table, for a README). ``columns``: the
+    (key, title) pairs shown (a subset of ``COLUMNS``, e.g. the appendix's Random/MAD/Average).
     """
     table = _as_table(table)
     head = ["Env", "Method", "Seeds", "Episodes"]
-    for key, title in COLUMNS:
+    for key, title in columns:
         if not costs_only or key == "none":
             head.append(f"{title} reward")
         head.append(f"{title} cost")
@@ -511,7 +516,7 @@ def format_markdown(table: ResultsTable | str | PathLike, costs_only: bool = Fal
         previous = r.env_id
         natural = r.cells.get("none")
         cells = [env, r.label, str(len(r.seeds)), str(natural.n_episodes) if natural else "—"]
-        for key, _ in COLUMNS:
+        for key, _ in columns:
             with_reward = not costs_only or key == "none"
             c = r.cells.get(key)
             if c is None:
@@ -528,14 +533,16 @@ def format_markdown(table: ResultsTable | str | PathLike, costs_only: bool = Fal
     return "\n".join(out) + "\n"
 
 
-def format_csv(table: ResultsTable | str | PathLike) -> str:
+def format_csv(
+    table: ResultsTable | str | PathLike, columns: Sequence[tuple[str, str]] = COLUMNS
+) -> str:
     """Long format: one line per (env, method, column); empty numbers for a missing cell."""
     table = _as_table(table)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
     w.writeheader()
     for r in table.rows:
-        for key, _ in COLUMNS:
+        for key, _ in columns:
             c = r.cells.get(key)
             row = {
                 "env": r.env_id,
@@ -577,18 +584,20 @@ def _tex(text: str) -> str:
     return "".join(_TEX_ESCAPES.get(ch, ch) for ch in text)
 
 
-def format_latex(table: ResultsTable | str | PathLike) -> str:
+def format_latex(
+    table: ResultsTable | str | PathLike, columns: Sequence[tuple[str, str]] = COLUMNS
+) -> str:
     """A plain-LaTeX ``tabular`` (no packages needed; marked costs in ``\\textbf``).
 
     The legend and notes come first as ``%`` comments, so the file can be ``\\input``.
     """
     table = _as_table(table)
-    n = len(COLUMNS)
+    n = len(columns)
     spec = "|l|l|" + "rr|" * n
     lines = [f"% {line}" for line in _legend(ascii_only=True)]
     lines += [f"% note: {note}" for note in table.notes]
     lines += [f"\\begin{{tabular}}{{{spec}}}", "\\hline"]
-    titles = " & ".join(f"\\multicolumn{{2}}{{c|}}{{{title}}}" for _, title in COLUMNS)
+    titles = " & ".join(f"\\multicolumn{{2}}{{c|}}{{{title}}}" for _, title in columns)
     lines.append(f" &  & {titles} \\\\")
     lines.append(f"\\cline{{3-{2 + 2 * n}}}")
     lines.append("Env & Method & " + " & ".join(["Reward & Cost"] * n) + " \\\\")
@@ -603,7 +612,7 @@ def format_latex(table: ResultsTable | str | PathLike) -> str:
             env = _tex(r.env_id) + ("" if eps is None else f" ($\\epsilon={eps:g}$)")
         previous = r.env_id
         cells = [env, _tex(r.label)]
-        for key, _ in COLUMNS:
+        for key, _ in columns:
             c = r.cells.get(key)
             if c is None:
                 cells += ["--", "--"]

@@ -1,0 +1,128 @@
+"""The grid's appendix evaluations (minr / mix:W and the AMAD xi sweep) on the toy env."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from robustsafe.experiments.appendix import write_appendix
+from robustsafe.experiments.grid import (
+    GridSpec,
+    evaluation_is_current,
+    extra_evaluation_is_current,
+    format_plan,
+    format_results,
+    plan_grid,
+    run_grid,
+)
+from robustsafe.experiments.table import collect_table
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOY = "tests.experiments.toy_env:RobustSafeGridToy-v0"
+TINY = (
+    "--set steps_per_epoch=40 --set num_envs=2 --set workers=0 --set ppo.hidden=[8,8] "
+    "--set ppo.actor_passes=1 --set ppo.critic_passes=1 --set ppo.minibatch_size=null"
+).split()
+
+
+@pytest.fixture
+def importable_toy(monkeypatch):
+    """Make ``tests.experiments.toy_env`` importable here and in the grid's subprocesses."""
+    monkeypatch.syspath_prepend(str(REPO_ROOT))
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT) + (os.pathsep + path if path else ""))
+    monkeypatch.chdir(REPO_ROOT)
+
+
+def spec(out: Path, **kw) -> GridSpec:
+    base = dict(
+        envs=(TOY,),
+        modes=("vanilla", "adv-mc", "sa-mc"),
+        seeds=(0,),
+        preset="fast",
+        out=out,
+        train_args=("--epochs", "1", *TINY),
+        attacks=("none", "mad", "mc", "mr"),
+        episodes=2,
+        eval_workers=0,
+        eval_num_envs=2,
+        appendix_attacks=("minr", "mix:0.5"),
+        xi_sweep=(0.5, 0.1),
+    )
+    base.update(kw)
+    return GridSpec(**base)
+
+
+def test_appendix_options_are_checked(tmp_path):
+    s = spec(tmp_path, appendix_attacks="none,minr", xi_sweep="0.5,0.1")
+    assert s.appendix_attacks == ("minr",) and s.xi_sweep == (0.1, 0.5)
+    assert s.appendix_modes == ("vanilla", "adv-mc", "adv-mr") and s.xi_modes == ("vanilla",)
+    for bad, match in (
+        (dict(appendix_attacks=("foo",)), "unknown attacker"),
+        (dict(xi_sweep=(0.0,)), "xi values"),
+        (dict(appendix_modes=("adv-foo",)), "unknown training mode"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            spec(tmp_path, **bad)
+    plain = spec(tmp_path, appendix_attacks=(), xi_sweep=())
+    assert all(p.extra == () for p in plan_grid(plain))
+
+
+def test_grid_writes_the_appendix_evaluations_beside_eval_json(tmp_path, importable_toy):
+    out = tmp_path / "grid"
+    s = spec(out)
+    plan = plan_grid(s)
+    assert [p.extra for p in plan] == [
+        ("eval-appendix.json", "eval-xi.json"),
+        ("eval-appendix.json",),
+        (),
+    ]
+    assert "evaluate + eval-appendix.json + eval-xi.json" in format_plan(plan)
+    results = run_grid(s, log=lambda line: None)
+    assert [(r.train, r.evaluation) for r in results] == [("trained", "evaluated")] * 3
+    assert [r.extra for r in results] == [
+        (("eval-appendix.json", "evaluated"), ("eval-xi.json", "evaluated")),
+        (("eval-appendix.json", "evaluated"),),
+        (),
+    ]
+    assert "eval-xi.json evaluated" in format_results(results)
+    vanilla, adv, sa = (r.run_dir for r in results)
+    # eval.json is exactly the main evaluation; the extras are in their own files
+    main = json.loads((vanilla / "eval.json").read_text())
+    assert [x["attack"] for x in main["results"]] == ["none", "mad", "mc", "mr"]
+    assert evaluation_is_current(vanilla, s, 0.05)
+    extra = json.loads((adv / "eval-appendix.json").read_text())
+    assert [x["attack"] for x in extra["results"]] == ["none", "minr", "mix:0.5"]
+    assert {x["epsilon"] for x in extra["results"][1:]} == {0.05}
+    assert extra["episodes"] == 2 and extra["train_mode"] == "adv-mc"
+    # the natural episodes are paired: the same in both files
+    assert (
+        extra["results"][0]["episodes"]
+        == json.loads((adv / "eval.json").read_text())["results"][0]["episodes"]
+    )
+    sweep = json.loads((vanilla / "eval-xi.json").read_text())
+    assert [(x["attack"], x.get("xi")) for x in sweep["results"]] == [
+        ("none", None),
+        ("mad", None),
+        ("amad", 0.1),
+        ("amad", 0.5),
+    ]
+    assert not (sa / "eval-appendix.json").exists() and not (adv / "eval-xi.json").exists()
+    assert extra_evaluation_is_current(vanilla, "eval-xi.json", s, 0.05)
+
+    # again: nothing to do; other xi values make the sweep stale (plan only)
+    again = run_grid(s, log=lambda line: None)
+    assert [(r.train, r.evaluation, r.extra) for r in again] == [("skipped", "skipped", ())] * 3
+    other = dataclasses.replace(s, xi_sweep=(0.2,))
+    assert [p.extra for p in plan_grid(other)] == [("eval-xi.json",), (), ()]
+
+    # the tables: Table 1 reads eval.json only; the appendix tables read the extra files
+    assert {r.mode for r in collect_table(out).rows} == {"vanilla", "adv-mc", "sa-mc"}
+    names = {p.name for p in write_appendix(out, tmp_path / "table")}
+    assert {"table-appendix.md", "table-minr.md", "table-mix.md", "table-amad-xi.png"} <= names
+    mix = (tmp_path / "table-mix.md").read_text()
+    assert "ADV-PPOL(MC)" in mix and "SA-PPOL(MC)" not in mix
