@@ -15,6 +15,7 @@ by ``robustsafe.envs.make``, or by calling ``register()``. They need the ``mujoc
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,8 +83,11 @@ def make_velocity_env(robot: str, **kwargs: Any) -> gym.Env:
     """The entry point of the registered ids: ``{robot}-v4`` under ``VelocityCost``."""
     task = TASKS[robot]
     try:
-        # .unwrapped: the registered id adds its own time limit and order checks.
-        base = gym.make(f"{robot}-v4", disable_env_checker=True, **kwargs).unwrapped
+        with warnings.catch_warnings():
+            # v4 on purpose (Safety-Gymnasium's tasks are v4): gymnasium 1.x says v5 exists.
+            warnings.filterwarnings("ignore", message=".*out of date", category=DeprecationWarning)
+            # .unwrapped: the registered id adds its own time limit and order checks.
+            base = gym.make(f"{robot}-v4", disable_env_checker=True, **kwargs).unwrapped
     except ValueError as err:
         if "global coordinates" in str(err):  # gymnasium < 1.0's Hopper / Walker2d models
             raise ImportError(
