@@ -89,10 +89,12 @@ def make_velocity_env(robot: str, **kwargs: Any) -> gym.Env:
             # .unwrapped: the registered id adds its own time limit and order checks.
             base = gym.make(f"{robot}-v4", disable_env_checker=True, **kwargs).unwrapped
     except ValueError as err:
-        if "global coordinates" in str(err):  # gymnasium < 1.0's Hopper / Walker2d models
+        # gymnasium < 1.0 ships Hopper, Walker2d and Swimmer models that later MuJoCo releases
+        # reject (2.3.4 dropped global coordinates; 4.0 a Swimmer attribute).
+        if "XML Error" in str(err) and int(gym.__version__.split(".")[0]) < 1:
             raise ImportError(
-                f"{robot}-v4's model in gymnasium {gym.__version__} needs mujoco <= 2.3.3 "
-                f"(pip install 'mujoco==2.3.3'), or use gymnasium >= 1.0"
+                f"{robot}-v4's model in gymnasium {gym.__version__} needs mujoco 2.3.3 "
+                f"(pip install 'mujoco==2.3.3'), or use gymnasium >= 1.0: {err}"
             ) from err
         raise
     return VelocityCost(base, task)

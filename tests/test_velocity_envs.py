@@ -90,6 +90,21 @@ def test_registration_is_lazy_and_declares_the_episode_length() -> None:
     assert preset("RobustSafe/SafetySwimmerVelocity-v1", "fast").steps_per_epoch == 20 * 1000
 
 
+def test_an_old_gymnasium_model_rejected_by_mujoco_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def rejected(*args, **kwargs):
+        raise ValueError("XML Error: global coordinates no longer supported")
+
+    monkeypatch.setattr(velocity_envs.gym, "make", rejected)
+    monkeypatch.setattr(velocity_envs.gym, "__version__", "0.28.1")
+    with pytest.raises(ImportError, match="needs mujoco 2.3.3"):
+        velocity_envs.make_velocity_env("Hopper")
+    monkeypatch.setattr(velocity_envs.gym, "__version__", "1.4.0")
+    with pytest.raises(ValueError, match="global coordinates"):
+        velocity_envs.make_velocity_env("Hopper")
+
+
 def test_real_swimmer_cost_follows_the_simulated_velocity() -> None:
     pytest.importorskip("mujoco")
     env = envs.make("RobustSafe/SafetySwimmerVelocity-v1", seed=0)
