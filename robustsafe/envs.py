@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing as mp
 import random
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -151,7 +152,10 @@ def register_for(env_id: str) -> None:
 def _gym_make(env_id: str, **kwargs: Any) -> gym.Env:
     register_for(env_id)
     try:
-        with _real_std_streams():
+        with _real_std_streams(), warnings.catch_warnings():
+            # Bullet-Safety-Gym gives its observation box float64 bounds beyond float32's range;
+            # gymnasium 1.x warns about the cast (harmless: they become +-inf).
+            warnings.filterwarnings("ignore", "overflow encountered in cast", RuntimeWarning)
             return gym.make(env_id, disable_env_checker=True, **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as err:
         raise ValueError(f"cannot build {env_id!r}: {err}") from None
