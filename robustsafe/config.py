@@ -323,10 +323,9 @@ def _episode_length(env_id: str) -> int | None:
     """The registered time limit of ``env_id``, without building the env (None if unknown)."""
     import gymnasium as gym
 
-    if env_id.startswith("Safety"):
-        from robustsafe.envs import _register_bullet
+    from robustsafe.envs import register_for
 
-        _register_bullet()
+    register_for(env_id)
     try:
         return gym.spec(env_id).max_episode_steps
     except gym.error.Error:

@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing as mp
 import random
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,17 +134,37 @@ class SafeEnv:
         self.env.close()
 
 
-def _gym_make(env_id: str, **kwargs: Any) -> gym.Env:
-    if env_id.startswith("Safety") and "-v" in env_id:
+def register_for(env_id: str) -> None:
+    """Register with gymnasium the ids of the family ``env_id`` belongs to, only when one is
+    asked for: importing Bullet-Safety-Gym takes a second, the others need optional extras."""
+    if env_id.startswith("RobustSafe/Safety"):
+        from robustsafe import velocity_envs
+
+        velocity_envs.register()
+    elif env_id.startswith("SafetyGymnasium/"):
+        from robustsafe import safety_gymnasium_compat
+
+        safety_gymnasium_compat.register(env_id)
+    elif env_id.startswith("Safety") and "-v" in env_id:
         _register_bullet()
+
+
+def _gym_make(env_id: str, **kwargs: Any) -> gym.Env:
+    register_for(env_id)
     try:
-        with _real_std_streams():
+        with _real_std_streams(), warnings.catch_warnings():
+            # Bullet-Safety-Gym gives its observation box float64 bounds beyond float32's range;
+            # gymnasium 1.x warns about the cast (harmless: they become +-inf).
+            warnings.filterwarnings("ignore", "overflow encountered in cast", RuntimeWarning)
             return gym.make(env_id, disable_env_checker=True, **kwargs)
-    except (gym.error.Error, ImportError) as err:
+    except (gym.error.DependencyNotInstalled, ImportError) as err:
+        raise ValueError(f"cannot build {env_id!r}: {err}") from None
+    except gym.error.Error as err:
         raise ValueError(
             f"unknown environment id {env_id!r} ({err}). Bullet-Safety-Gym ids: "
-            f"{', '.join(BULLET_IDS)}; any other registered gymnasium id that reports a "
-            f"per-step cost in info['cost'] works too."
+            f"{', '.join(BULLET_IDS)}; velocity tasks: RobustSafe/Safety{{Hopper,HalfCheetah,"
+            f"Walker2d,Swimmer,Ant,Humanoid}}Velocity-v1; any other registered gymnasium id "
+            f"that reports a per-step cost in info['cost'] works too."
         ) from None
 
 

@@ -1,3 +1,5 @@
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -205,3 +207,11 @@ def test_workers_exit_quietly_when_the_parent_is_killed():
     _, err = proc.communicate(timeout=60)  # returns once the workers closed stderr too
     assert proc.returncode == -signal.SIGTERM
     assert "Traceback" not in err, err
+
+
+@pytest.mark.slow
+def test_bullet_envs_build_under_warnings_as_errors():
+    # gymnasium 1.x warns about Bullet-Safety-Gym's out-of-range float32 box bounds.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make("SafetyCarRun-v0").close()
