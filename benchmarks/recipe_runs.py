@@ -1,0 +1,111 @@
+"""Summarise training runs for the recipe calibration: training-time cost, then an evaluation.
+
+For each run directory: the stochastic policy's training episode reward and cost over the last
+10 epochs (what the Lagrangian constrains), the final multiplier, the run's wall time, and a
+paired evaluation of the final agent (deterministic actions, natural and, with ``--attacks``,
+attacked). The small files of each run (config.yaml, metrics.csv, eval.json) are copied under
+``--out`` and a Markdown table is written there, with the command and the machine load.
+
+    python benchmarks/recipe_runs.py runs/carrun-ki003 runs/dronerun-v --episodes 50 \
+        --out benchmarks/results/recipe
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+LAST = 10
+
+
+def training_summary(run: Path) -> dict[str, float]:
+    with (run / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    tail = rows[-LAST:]
+    return {
+        "epochs": len(rows),
+        "env_steps": int(rows[-1]["env_steps"]),
+        "wall_s": float(rows[-1]["wall_time"]),
+        "train_reward_last10": statistics.mean(float(r["ep_return"]) for r in tail),
+        "train_cost_last10": statistics.mean(float(r["ep_cost"]) for r in tail),
+        "lambda_final": float(rows[-1]["lambda"]),
+    }
+
+
+def settings(run: Path) -> str:
+    """The run's settings that differ from its preset (what the calibration varies)."""
+    from robustsafe.config import preset, to_dict
+
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    base = to_dict(preset(cfg["env_id"], cfg["preset"], mode=cfg["robust"]["mode"]))
+    diff = []
+    for group in ("ppo", "pid", "robust"):
+        for key, value in cfg[group].items():
+            if base[group].get(key) != value:
+                diff.append(f"{group}.{key}={value}")
+    return ", ".join(diff) or "preset defaults"
+
+
+def evaluate(run: Path, out: Path, episodes: int, attacks: str) -> dict:
+    cmd = [sys.executable, "-m", "robustsafe.cli", "evaluate", "--run", str(run)]
+    cmd += ["--episodes", str(episodes), "--attacks", attacks, "--out", str(out), "--force"]
+    cmd += ["--no-progress"]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--episodes", type=int, default=50)
+    ap.add_argument("--attacks", default="none")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    lines = [
+        f"Command: `python benchmarks/recipe_runs.py {' '.join(sys.argv[1:])}`",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the end "
+        f"{os.getloadavg()[0]:.1f} (wall times are from runs sharing the cores with others).",
+        "",
+        "Training columns: the stochastic policy's mean episode reward / cost over the last "
+        f"{LAST} epochs. Evaluation: {args.episodes} paired episodes, deterministic action.",
+        "",
+        "| run | env | mode | settings | epochs | steps | wall s | train reward | train cost "
+        "| lambda | eval reward | eval cost |"
+        + "".join(f" {a} cost |" for a in args.attacks.split(",")[1:]),
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        + "---:|" * (len(args.attacks.split(",")) - 1),
+    ]
+    for run in args.runs:
+        dst = args.out / run.name
+        dst.mkdir(parents=True, exist_ok=True)
+        for name in ("config.yaml", "metrics.csv"):
+            shutil.copy2(run / name, dst / name)
+        t = training_summary(run)
+        ev = evaluate(run, dst / "eval.json", args.episodes, args.attacks)
+        by_attack = {r["attack"]: r for r in ev["results"]}
+        cfg = yaml.safe_load((run / "config.yaml").read_text())
+        nat = by_attack["none"]
+        row = (
+            f"| {run.name} | {cfg['env_id']} | {cfg['robust']['mode']} | {settings(run)} "
+            f"| {t['epochs']} | {t['env_steps']} | {t['wall_s']:.0f} "
+            f"| {t['train_reward_last10']:.1f} | {t['train_cost_last10']:.2f} "
+            f"| {t['lambda_final']:.2f} | {nat['reward_mean']:.1f} | {nat['cost_mean']:.2f} |"
+        )
+        row += "".join(f" {by_attack[a]['cost_mean']:.2f} |" for a in args.attacks.split(",")[1:])
+        lines.append(row)
+        print(row, flush=True)
+    (args.out / "README.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
