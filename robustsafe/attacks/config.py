@@ -33,6 +33,11 @@ class AttackConfig:
         perturbation by ``tol_delta * epsilon`` or more. Set either to 0 to always run
         ``steps`` iterations.
     random_start: start from a uniform draw in the ball instead of the clean observation.
+    restarts: number of starts per state (>= 1). The first start is the clean observation (a
+        uniform draw with ``random_start``), every other one a uniform draw in the ball; each
+        state keeps the best objective over all its starts (and the clean observation). The
+        starts run together as one stacked batch, so a call costs about ``restarts`` times one
+        start.
     norm: ``"linf"`` (the paper's box) or ``"l2"``.
     sgld_beta: inverse temperature of the Langevin noise added to every gradient, of standard
         deviation ``sqrt(2 / (sgld_beta * step_size * epsilon))`` (paper Algorithm 4);
@@ -45,12 +50,19 @@ class AttackConfig:
     tol_obj: float = 1e-4
     tol_delta: float = 1e-3
     random_start: bool = False
+    restarts: int = 1
     norm: str = "linf"
     sgld_beta: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, int) or isinstance(self.steps, bool) or self.steps < 0:
             raise ValueError(f"steps must be a non-negative int, got {self.steps!r}")
+        if (
+            not isinstance(self.restarts, int)
+            or isinstance(self.restarts, bool)
+            or self.restarts < 1
+        ):
+            raise ValueError(f"restarts must be an int >= 1, got {self.restarts!r}")
         if not (math.isfinite(self.step_size) and self.step_size > 0):
             raise ValueError(f"step_size must be finite and > 0, got {self.step_size!r}")
         if self.optimizer not in OPTIMIZERS:

@@ -16,6 +16,7 @@ from torch import Tensor
 from robustsafe.attacks.ascent import gradient_ascent
 from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import MAD_DEFAULTS, AttackConfig
+from robustsafe.attacks.rng import RNG, select_rows
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
 
@@ -44,7 +45,7 @@ class MADAttacker(Attacker):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> Tensor:
         with torch.no_grad():
@@ -109,11 +110,13 @@ class AMADAttacker(Attacker):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> Tensor:
         mask = self.risky(actor, critics, obs)
         u = torch.zeros_like(obs)
         if bool(mask.any()):
-            u[mask] = self._mad.perturbation(actor, critics, obs[mask], epsilon, generator, scale)
+            u[mask] = self._mad.perturbation(
+                actor, critics, obs[mask], epsilon, select_rows(generator, mask), scale
+            )
         return u

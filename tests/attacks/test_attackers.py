@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from robustsafe.attacks import (
     AMADAttacker,
     AttackConfig,
+    RowGenerators,
     amad_threshold,
     cost_values,
+    episode_generator,
     gaussian_kl,
     make_attacker,
 )
@@ -312,6 +314,58 @@ def test_states_are_attacked_independently_of_their_batch():
     together = attacker(actor, critics, obs, 0.1, torch.Generator())
     alone = torch.cat([attacker(actor, critics, s[None], 0.1, torch.Generator()) for s in obs])
     assert torch.allclose(together, alone, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [
+        ("random", {}),
+        ("mad", {}),
+        ("mad", {"restarts": 3, "sgld_beta": 1e3}),  # hot noise: every step draws and matters
+        ("amad", {"restarts": 2}),
+        ("mc", {"restarts": 4}),
+        ("mix:0.5", {"random_start": True, "restarts": 2, "sgld_beta": 1e4}),
+    ],
+)
+def test_with_row_generators_a_row_does_not_depend_on_its_batch(name, kwargs):
+    # Issue 10 item 6: with one generator per row, every random number of a row (starts, noise)
+    # comes from its own stream and every stopping rule is per row, so a row's result is the same
+    # alone, in any batch, at any position. float64 so that batched matrix products round alike.
+    actor, critics = random_agent(4, seed=13)
+    actor.double()
+    critics.double()
+    obs = torch.randn(9, 4, dtype=torch.float64)
+    attacker = build(name, actor, critics, obs, **kwargs)
+
+    def streams(rows):
+        return RowGenerators.from_seeds([100 + int(r) for r in rows])
+
+    together = attacker(actor, critics, obs, 0.1, streams(range(9)))
+    alone = torch.cat([attacker(actor, critics, obs[[i]], 0.1, streams([i])) for i in range(9)])
+    order = torch.tensor([5, 2, 8, 0])
+    subset = attacker(actor, critics, obs[order], 0.1, streams(order))
+    assert torch.allclose(together, alone, rtol=0, atol=1e-12)
+    assert torch.allclose(together[order], subset, rtol=0, atol=1e-12)
+    assert not torch.equal(together, obs)
+    # The per-row streams are streams: a second call on the same generators draws new numbers.
+    if name != "mc":
+        gens = streams(range(9))
+        first = attacker(actor, critics, obs, 0.1, gens)
+        assert not torch.equal(attacker(actor, critics, obs, 0.1, gens), first)
+
+
+def test_row_generators_must_match_the_batch():
+    actor, critics = random_agent(4)
+    obs = torch.randn(3, 4)
+    with pytest.raises(ValueError, match="row generators"):
+        make_attacker("mad")(actor, critics, obs, 0.1, RowGenerators.from_seeds([1, 2]))
+
+
+def test_episode_generators_are_distinct_and_reproducible():
+    a = torch.rand(4, generator=episode_generator(0, 7))
+    assert torch.equal(a, torch.rand(4, generator=episode_generator(0, 7)))
+    assert not torch.equal(a, torch.rand(4, generator=episode_generator(0, 8)))
+    assert not torch.equal(a, torch.rand(4, generator=episode_generator(1, 7)))
 
 
 # ---------------------------------------------------------------------------------------------
