@@ -81,7 +81,7 @@ class AttackConfig:
 # observation and 7 uniform points). One start from the clean observation reaches >= 0.99 of the
 # best known objective gain on vanilla agents but only 0.67-0.78 on the zoo's CarRun ADV-PPOL
 # agents, whose critics have local optima that more steps do not escape (20 steps: 0.69-0.78);
-# 8 starts reach >= 0.97 on every zoo ADV agent (6: 0.956) at about 2.7x the time of one start
+# 8 starts reach >= 0.97 on every zoo ADV agent (6: 0.956) at about 2.6x the time of one start
 # per call. benchmarks/results/attack_strength.md (python benchmarks/attack_strength.py), and
 # benchmarks/results/attack_speed.md for the step size and optimiser.
 CRITIC_ATTACK_DEFAULTS = AttackConfig(restarts=8)
@@ -92,6 +92,6 @@ CRITIC_ATTACK_DEFAULTS = AttackConfig(restarts=8)
 # that reacts to the perturbation. Hotter noise (beta <= 1e8) lowered the KL reached on the
 # synthetic agents and never raised it; set sgld_beta=None for none. The KL has many local
 # maxima (corners of the box): one start reaches 0.54-0.85 of the best known KL gain on the zoo
-# agents, 4 starts 0.90-1.00, 8 starts >= 0.995 (attack_strength.md), at about 1.7x the time of
+# agents, 4 starts 0.90-1.00, 8 starts >= 0.995 (attack_strength.md), at about 1.8x the time of
 # one start per call.
 MAD_DEFAULTS = AttackConfig(random_start=True, sgld_beta=1e12, restarts=8)
