@@ -621,7 +621,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="units of epsilon: raw observations (paper) or normaliser std",
     )
     e.add_argument("--xi", type=float, default=0.1, help="AMAD: fraction of states attacked")
-    e.add_argument("--attack-seed", type=int, default=0, help="seed of the attackers' noise")
+    e.add_argument(
+        "--attack-seed",
+        type=int,
+        default=0,
+        help="seed of the attackers' random numbers (each episode gets its own stream from it)",
+    )
     e.add_argument("--num-envs", type=int, default=10)
     e.add_argument("--workers", type=int, default=2)
     e.add_argument("--no-progress", action="store_true")

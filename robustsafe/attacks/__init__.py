@@ -2,7 +2,8 @@
 
 Every attacker is called as ``attacker(actor, critics, obs, epsilon, generator, scale=None)`` and
 returns the perturbed ``(batch, obs_dim)`` observations; build one by name with
-``make_attacker``.
+``make_attacker``. ``generator`` is a ``torch.Generator`` or a ``RowGenerators`` (one random
+stream per row, so that a row's result does not depend on its batch).
 """
 
 from robustsafe.attacks.ascent import gradient_ascent, sgld_noise
@@ -31,6 +32,7 @@ from robustsafe.attacks.mad import (
     gaussian_kl,
 )
 from robustsafe.attacks.registry import ATTACKER_NAMES, default_config, make_attacker
+from robustsafe.attacks.rng import RowGenerators, episode_generator
 from robustsafe.attacks.uniform import RandomAttacker
 
 __all__ = [
@@ -46,11 +48,13 @@ __all__ = [
     "NoAttacker",
     "OPTIMIZERS",
     "RandomAttacker",
+    "RowGenerators",
     "amad_threshold",
     "apply_perturbation",
     "cost_values",
     "critic_objective",
     "default_config",
+    "episode_generator",
     "gaussian_kl",
     "gradient_ascent",
     "make_attacker",

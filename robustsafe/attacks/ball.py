@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from robustsafe.attacks.rng import RNG, rand, randn
+
 _TINY = 1e-30
 # Relative shrinkage of the ball before rounding (see apply_perturbation): about one float32 ulp.
 _MARGIN = 1e-7
@@ -30,22 +32,25 @@ def sample_uniform(
     shape: tuple[int, int],
     epsilon: float,
     norm: str,
-    generator: torch.Generator,
+    generator: RNG,
     dtype: torch.dtype = torch.float32,
     device: torch.device | str = "cpu",
 ) -> Tensor:
-    """Rows drawn uniformly (by volume) from the epsilon-ball of ``norm`` in ``d`` dimensions."""
+    """Rows drawn uniformly (by volume) from the epsilon-ball of ``norm`` in ``d`` dimensions.
+
+    ``generator`` is a ``torch.Generator`` or a ``RowGenerators`` (one per row).
+    """
     n, d = shape
     if norm == "linf":
-        r = torch.rand(shape, generator=generator, dtype=dtype, device=device)
+        r = rand(shape, generator, dtype, device)
         return (2.0 * r - 1.0) * epsilon
     if norm == "l2":
         # A Gaussian direction is uniform on the sphere; radius eps * U^(1/d) fills the volume.
-        direction = torch.randn(shape, generator=generator, dtype=dtype, device=device)
+        direction = randn(shape, generator, dtype, device)
         direction = direction / torch.linalg.vector_norm(direction, dim=-1, keepdim=True).clamp_min(
             _TINY
         )
-        radius = torch.rand((n, 1), generator=generator, dtype=dtype, device=device) ** (1.0 / d)
+        radius = rand((n, 1), generator, dtype, device) ** (1.0 / d)
         return direction * radius * epsilon
     raise ValueError(f"unknown norm {norm!r}")
 

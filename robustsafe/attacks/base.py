@@ -5,9 +5,12 @@ An attacker is a pure function object (STYLE.md): called as
     attacker(actor, critics, obs, epsilon, generator, scale=None) -> perturbed obs
 
 it returns a new ``(batch, d)`` tensor, every row inside the epsilon-ball of its clean row, drawn
-only from ``generator``'s randomness, and keeps nothing between calls. It never changes the
-networks: no parameter, no ``.grad``, no train/eval mode. Observations of another float dtype
-(float64: numpy's default) are cast to the actor's; a width other than the actor's is an error.
+only from ``generator``'s randomness, and keeps nothing between calls. ``generator`` is a
+``torch.Generator`` (one stream for the batch) or a ``RowGenerators`` (one stream per row: a
+row's result then does not depend on the rest of its batch; see ``robustsafe.attacks.rng``).
+It never changes the networks: no parameter, no ``.grad``, no train/eval mode. Observations of
+another float dtype (float64: numpy's default) are cast to the actor's; a width other than the
+actor's is an error.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import torch
 from torch import Tensor
 
 from robustsafe.attacks.ball import apply_perturbation
+from robustsafe.attacks.rng import RNG, RowGenerators
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
 
@@ -41,7 +45,7 @@ class Attacker(ABC):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None = None,
     ) -> Tensor:
         epsilon = self._check(critics, obs, epsilon, generator, scale)
@@ -73,7 +77,7 @@ class Attacker(ABC):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> Tensor:
         """The perturbation ``u`` (rows in the epsilon-ball) for a checked, detached batch."""
@@ -86,7 +90,7 @@ class Attacker(ABC):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> float:
         if not isinstance(obs, Tensor) or obs.dim() != 2 or not obs.is_floating_point():
@@ -97,8 +101,16 @@ class Attacker(ABC):
         epsilon = float(epsilon)
         if not (math.isfinite(epsilon) and epsilon >= 0.0):
             raise ValueError(f"epsilon must be finite and >= 0, got {epsilon}")
-        if not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        if isinstance(generator, RowGenerators):
+            if len(generator) != obs.shape[0]:
+                raise ValueError(
+                    f"{len(generator)} row generators for a batch of {obs.shape[0]} observations"
+                )
+        elif not isinstance(generator, torch.Generator):
+            raise TypeError(
+                "generator must be a torch.Generator or a RowGenerators, "
+                f"got {type(generator).__name__}"
+            )
         if self.needs_critics and critics is None:
             raise ValueError(f"attacker {self.name!r} needs the agent's Q critics, got None")
         if scale is not None:
@@ -140,7 +152,7 @@ class NoAttacker(Attacker):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> Tensor:
         return torch.zeros_like(obs)

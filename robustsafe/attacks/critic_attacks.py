@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 
-import torch
 from torch import Tensor
 
 from robustsafe.attacks.ascent import gradient_ascent
 from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import CRITIC_ATTACK_DEFAULTS, AttackConfig
+from robustsafe.attacks.rng import RNG
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
 
@@ -33,7 +33,7 @@ def critic_objective(
     A critic whose weight is zero is not evaluated, so ``mix:1`` computes exactly what ``mc``
     computes (and ``mix:0`` what ``mr`` computes).
     """
-    action = actor.mean_action(perturbed_obs)
+    action = actor.deterministic_action(perturbed_obs)
     value: Tensor | None = None
     if cost_weight != 0.0:
         value = cost_weight * critics.q_cost(clean_obs, action)
@@ -78,7 +78,7 @@ class CriticAttacker(Attacker):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> Tensor:
         def objective(x: Tensor, ctx: dict[str, Tensor]) -> Tensor:

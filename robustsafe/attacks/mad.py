@@ -16,6 +16,7 @@ from torch import Tensor
 from robustsafe.attacks.ascent import gradient_ascent
 from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import MAD_DEFAULTS, AttackConfig
+from robustsafe.attacks.rng import RNG, select_rows
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
 
@@ -44,7 +45,7 @@ class MADAttacker(Attacker):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> Tensor:
         with torch.no_grad():
@@ -61,7 +62,10 @@ class MADAttacker(Attacker):
 @torch.no_grad()
 def cost_values(actor: GaussianActor, critics: QCritics, obs: Tensor) -> Tensor:
     """``Q_c(s, mu(s))`` per observation, shape ``(batch,)``, computed in chunks."""
-    parts = [critics.q_cost(chunk, actor.mean_action(chunk)) for chunk in obs.split(_CHUNK, dim=0)]
+    parts = [
+        critics.q_cost(chunk, actor.deterministic_action(chunk))
+        for chunk in obs.split(_CHUNK, dim=0)
+    ]
     return torch.cat(parts) if parts else obs.new_zeros(0)
 
 
@@ -109,11 +113,13 @@ class AMADAttacker(Attacker):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> Tensor:
         mask = self.risky(actor, critics, obs)
         u = torch.zeros_like(obs)
         if bool(mask.any()):
-            u[mask] = self._mad.perturbation(actor, critics, obs[mask], epsilon, generator, scale)
+            u[mask] = self._mad.perturbation(
+                actor, critics, obs[mask], epsilon, select_rows(generator, mask), scale
+            )
         return u

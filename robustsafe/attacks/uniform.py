@@ -8,6 +8,7 @@ from torch import Tensor
 from robustsafe.attacks.ball import sample_uniform
 from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import NORMS
+from robustsafe.attacks.rng import RNG
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
 
@@ -28,7 +29,7 @@ class RandomAttacker(Attacker):
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
-        generator: torch.Generator,
+        generator: RNG,
         scale: Tensor | None,
     ) -> Tensor:
         with torch.no_grad():

@@ -127,8 +127,38 @@ def test_config_validation():
         {"norm": "l1"},
         {"tol_obj": -1.0},
         {"sgld_beta": 0.0},
+        {"restarts": 0},
+        {"restarts": 2.0},
     ):
         with pytest.raises(ValueError):
             AttackConfig(**bad)
     with pytest.raises(AttributeError):
         AttackConfig().steps = 3  # frozen
+
+
+def test_restarts_keep_each_states_best_start():
+    # f(u) = -u + 30 relu(u - 0.05) on [-0.1, 0.1]: from the clean point sign steps go to the
+    # local maximum u = -0.1 (f = 0.1); the global one is u = 0.1 (f = 1.4), reached only from
+    # starts above 0.05. Row 0 is flat (f = 0): every start is as good as the clean point, and
+    # the first start (clean, u = 0) is kept.
+    def objective(x, ctx):
+        u = x - ctx["obs"]
+        f = -u[:, 0] + 30.0 * torch.relu(u[:, 0] - 0.05)
+        return f * ctx["active"]
+
+    obs = torch.zeros(3, 1)
+    ctx = {"obs": obs, "active": torch.tensor([0.0, 1.0, 1.0])}
+    one = AttackConfig(steps=10, step_size=0.25)
+    u1 = gradient_ascent(objective, obs, ctx, 0.1, one, torch.Generator().manual_seed(0))
+    assert torch.allclose(u1, torch.tensor([[0.0], [-0.1], [-0.1]]))
+    many = AttackConfig(steps=10, step_size=0.25, restarts=12)
+    u = gradient_ascent(objective, obs, ctx, 0.1, many, torch.Generator().manual_seed(0))
+    assert torch.allclose(u, torch.tensor([[0.0], [0.1], [0.1]]))
+
+
+def test_one_clean_start_draws_no_random_number():
+    g = torch.Generator().manual_seed(3)
+    state = g.get_state()
+    obs = torch.randn(4, 2)
+    gradient_ascent(_linear(torch.tensor([1.0, -1.0])), obs, {"obs": obs}, 0.1, AttackConfig(), g)
+    assert torch.equal(g.get_state(), state)
