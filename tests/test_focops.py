@@ -194,3 +194,17 @@ def test_state_dict_round_trip_keeps_nu_and_optimisers():
     b.update(ro, 3.0, torch.Generator().manual_seed(5))
     for pa, pb in zip(a.actor.parameters(), b.actor.parameters(), strict=True):
         assert torch.equal(pa, pb)
+
+
+def test_make_learner_builds_the_configured_learner_behind_one_interface():
+    from robustsafe.config import TrainConfig
+    from robustsafe.learners import OnPolicyLearner, PPOLagrangian, make_learner
+
+    nets = (GaussianActor(3, 2, (8,)), ValueCritic(3, (8,)), ValueCritic(3, (8,)))
+    ppol = make_learner(TrainConfig(), *nets)
+    focops = make_learner(TrainConfig(algo="focops", focops=FOCOPSConfig(nu_init=0.3)), *nets)
+    assert isinstance(ppol, PPOLagrangian) and isinstance(focops, FOCOPS)
+    assert focops.multiplier == 0.3 and ppol.multiplier == 0.0
+    for learner in (ppol, focops):
+        assert isinstance(learner, OnPolicyLearner)
+        assert learner.actor is nets[0] and learner.v_cost is nets[2]
