@@ -25,7 +25,13 @@ class CLIError(Exception):
 
 # Defaults of the train options that name a run; None in the parser, so that a resume can
 # tell an option the user gave from one left out.
-_TRAIN_DEFAULTS = {"env": "SafetyCarRun-v0", "seed": 0, "preset": "paper", "mode": "vanilla"}
+_TRAIN_DEFAULTS = {
+    "env": "SafetyCarRun-v0",
+    "seed": 0,
+    "preset": "paper",
+    "mode": "vanilla",
+    "algo": "ppol",
+}
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -34,12 +40,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     given = {k: getattr(args, k) for k in _TRAIN_DEFAULTS if getattr(args, k) is not None}
     named = {**_TRAIN_DEFAULTS, **given}
+    learner = "" if named["algo"] == "ppol" else f"{named['algo']}-"
     out = (
         Path(args.out)
         if args.out
         else Path("runs")
         / named["env"]
-        / f"{named['mode'].replace(':', '')}-{named['preset']}-seed{named['seed']}"
+        / f"{learner}{named['mode'].replace(':', '')}-{named['preset']}-seed{named['seed']}"
     )
     try:
         if args.resume:  # continue with the saved settings; only the length may change
@@ -62,6 +69,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 named["env"],
                 named["preset"],
                 mode=named["mode"],
+                algo=named["algo"],
                 seed=named["seed"],
                 workers=args.workers,
                 num_envs=args.num_envs,
@@ -96,6 +104,7 @@ def _resume_conflicts(saved: TrainConfig, args: argparse.Namespace, given: dict)
         "seed": saved.seed,
         "preset": saved.preset,
         "mode": saved.robust.mode,
+        "algo": saved.algo,
         "workers": saved.workers,
         "num_envs": saved.num_envs,
     }
@@ -218,6 +227,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "agent": str(args.run),
         "env_id": env_id,
         "agent_epoch": agent.epoch,
+        "train_algo": agent.config.algo,
         "train_mode": agent.config.robust.mode,
         "train_seed": agent.config.seed,
         "train_preset": agent.config.preset,
@@ -394,6 +404,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
         spec = GridSpec(
             envs=args.envs,
             modes=args.modes,
+            algos=args.algos,
             seeds=args.seeds,
             preset=args.preset,
             out=Path(args.out),
@@ -514,6 +525,7 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
         "agent": str(args.run),
         "env_id": agent.config.env_id,
         "agent_epoch": agent.epoch,
+        "train_algo": agent.config.algo,
         "train_mode": agent.config.robust.mode,
         "train_seed": agent.config.seed,
         "train_preset": agent.config.preset,
@@ -557,8 +569,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("train", help="train a PPO-Lagrangian agent")
+    t = sub.add_parser("train", help="train a safe RL agent (PPO-Lagrangian, FOCOPS)")
     t.add_argument("--env", help="environment id (default SafetyCarRun-v0)")
+    t.add_argument(
+        "--algo",
+        help="learner (default ppol): ppol (PPO-Lagrangian, PID multiplier), focops (FOCOPS)",
+    )
     t.add_argument("--seed", type=int, help="seed (default 0)")
     t.add_argument("--preset", choices=PRESETS, help="settings preset (default paper)")
     t.add_argument(
@@ -568,7 +584,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--total-steps", type=int, help="environment steps (rounded up to epochs)")
     t.add_argument("--epochs", type=int, help="number of epochs (instead of --total-steps)")
-    t.add_argument("--out", help="run directory (default runs/ENV/MODE-PRESET-seedSEED)")
+    t.add_argument(
+        "--out",
+        help="run directory (default runs/ENV/[ALGO-]MODE-PRESET-seedSEED; no ALGO- for ppol)",
+    )
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
     t.add_argument(
         "--force",
@@ -650,6 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--envs", required=True, help="comma-separated env ids")
     g.add_argument("--modes", default="vanilla", help="comma-separated training modes")
+    g.add_argument("--algos", default="ppol", help="comma-separated learners: ppol, focops")
     g.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
     g.add_argument("--preset", default="paper", choices=PRESETS)
     g.add_argument("--out", default="runs/grid", help="root of the run directories")

@@ -65,6 +65,54 @@ class PPOLagConfig:
             )
 
 
+@dataclass(frozen=True)
+class FOCOPSConfig:
+    """FOCOPS learner (Zhang, Vuong & Ross 2020; ``robustsafe.learners.focops``).
+
+    Defaults are the FOCOPS paper's (and its authors' code's): temperature lambda 1.5, nu step
+    0.01, nu_max 2, KL bound delta 0.02 for both the per-state indicator and the early stop,
+    10 passes of minibatches of 64, lr 3e-4, gradient norm clipped at 40, both advantages
+    normalised. The network is the one of ``ppo.hidden`` / ``ppo.init_log_std`` (every learner
+    builds the same actor and critics). ``cost_limit`` is per episode, like ``pid.cost_limit``.
+    """
+
+    actor_lr: float = 3e-4
+    critic_lr: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    temperature: float = 1.5  # lambda of the optimal update policy (FOCOPS Theorem 1)
+    nu_init: float = 0.0
+    nu_lr: float = 0.01
+    nu_max: float = 2.0
+    cost_limit: float = 5.0
+    kl_bound: float = 0.02  # delta: per-state indicator and early stop on the mean KL
+    passes: int = 10
+    critic_passes: int = 10
+    minibatch_size: int | None = 64  # None: full batch
+    actor_max_grad_norm: float | None = 40.0
+    critic_max_grad_norm: float | None = None
+
+    def __post_init__(self) -> None:
+        _positive(self, "actor_lr", "critic_lr", "temperature", "kl_bound", "passes")
+        _positive(self, "critic_passes")
+        for name in ("gamma", "gae_lambda"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.nu_lr < 0 or self.nu_max < 0 or not 0.0 <= self.nu_init <= self.nu_max:
+            raise ValueError("nu_lr and nu_max must be >= 0 and nu_init in [0, nu_max]")
+        if self.minibatch_size is not None and self.minibatch_size < 1:
+            raise ValueError(f"minibatch_size must be >= 1 or None, got {self.minibatch_size}")
+
+
+# The on-policy learners of ``robustsafe train --algo``.
+ALGOS = ("ppol", "focops")
+
+
+def check_algo(algo: str) -> None:
+    if algo not in ALGOS:
+        raise ValueError(f"unknown learner (--algo) {algo!r}; accepted: {', '.join(ALGOS)}")
+
+
 # The largest sane attack budget, in observation units (or normaliser stds).
 MAX_EPSILON = 1.0
 
@@ -154,6 +202,7 @@ class RobustConfig:
 @dataclass(frozen=True)
 class TrainConfig:
     env_id: str = "SafetyCarRun-v0"
+    algo: str = "ppol"  # the learner (ALGOS); runs saved without it are PPO-Lagrangian
     seed: int = 0
     preset: str = "paper"
     epochs: int = 100
@@ -167,13 +216,15 @@ class TrainConfig:
     deterministic_action: str = "expected"
     checkpoint_every: int = 1  # epochs between kept agent snapshots (0: only the latest)
     torch_threads: int = 1  # small-batch inference next to busy env workers: 1 is fastest
-    ppo: PPOLagConfig = field(default_factory=PPOLagConfig)
+    ppo: PPOLagConfig = field(default_factory=PPOLagConfig)  # and the network of every learner
     pid: PIDConfig = field(default_factory=PIDConfig)
+    focops: FOCOPSConfig = field(default_factory=FOCOPSConfig)
     critics: CriticConfig = field(default_factory=CriticConfig)
     robust: RobustConfig = field(default_factory=RobustConfig)
 
     def __post_init__(self) -> None:
         _positive(self, "epochs", "steps_per_epoch", "num_envs", "torch_threads")
+        check_algo(self.algo)
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
         if self.workers < 0:
@@ -281,6 +332,9 @@ _FAST_ALL: dict[str, Any] = dict(
     # KI would make the integral grow that much faster per env step. KI scaled to keep it.
     pid=dict(ki=0.0005),
 )
+# FOCOPS under fast (only for --algo focops, so that a PPOL run's settings do not depend on
+# it): 4,000-6,000-step epochs; minibatches of 256 give 16-24 actor steps per pass.
+_FAST_FOCOPS: dict[str, Any] = dict(focops=dict(minibatch_size=256))
 # fast: 20 envs, one episode per env per epoch (steps_per_epoch = 20 x episode length), and the
 # original exponential schedule with its start and decay scaled to the same fraction of the run
 # (CarCircle: start 50 / decay 100 of 100 epochs -> 75 / 150 of 150).
@@ -342,21 +396,25 @@ def _fast_fallback(env_id: str, episode_steps: int | None) -> dict[str, Any]:
 PRESETS = ("paper", "fast")
 
 
-_GROUPS = ("ppo", "pid", "robust")
+_GROUPS = ("ppo", "pid", "focops", "robust")
 
 
 def preset(
-    env_id: str, name: str = "paper", mode: str = "vanilla", **overrides: Any
+    env_id: str, name: str = "paper", mode: str = "vanilla", algo: str = "ppol", **overrides: Any
 ) -> TrainConfig:
-    """The resolved settings of preset ``name`` for ``env_id`` and training ``mode``, with
-    top-level overrides.
+    """The resolved settings of preset ``name`` for ``env_id``, learner ``algo`` and training
+    ``mode``, with top-level overrides.
 
-    Tasks without a preset of their own (other Bullet-Safety-Gym ids, custom envs) take the
-    CarRun values of ``paper`` and, under ``fast``, one episode per env per epoch.
+    Every learner takes the task's epochs, steps per epoch, network and attack schedule; the
+    learner's own settings (``ppo`` / ``pid`` for PPO-Lagrangian, ``focops`` for FOCOPS) come
+    from its group (FOCOPS: its paper's values under ``paper``, smaller minibatches under
+    ``fast``). Tasks without a preset of their own (other Bullet-Safety-Gym ids, custom envs)
+    take the CarRun values of ``paper`` and, under ``fast``, one episode per env per epoch.
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; accepted: {', '.join(PRESETS)}")
     check_mode(mode)
+    check_algo(algo)
     layers = [_PAPER_TASKS.get(env_id, _PAPER_TASKS["SafetyCarRun-v0"])]
     layers.append(_PAPER_ALL)
     if name == "fast":
@@ -364,6 +422,8 @@ def preset(
         if task is None:
             task = _fast_fallback(env_id, overrides.get("episode_steps"))
         layers += [_FAST_ALL, task]
+        if algo == "focops":
+            layers.append(_FAST_FOCOPS)
     values: dict[str, Any] = {}
     groups: dict[str, dict[str, Any]] = {g: {} for g in _GROUPS}
     for layer in layers:
@@ -375,9 +435,11 @@ def preset(
     groups["robust"]["mode"] = mode
     cfg = TrainConfig(
         env_id=env_id,
+        algo=algo,
         preset=name,
         ppo=PPOLagConfig(**groups["ppo"]),
         pid=PIDConfig(**groups["pid"]),
+        focops=FOCOPSConfig(**groups["focops"]),
         robust=RobustConfig(**groups["robust"]),
         **values,
     )
@@ -513,10 +575,11 @@ def resolve(
     sets: list[str] | tuple[str, ...] = (),
     epochs: int | None = None,
     total_steps: int | None = None,
+    algo: str = "ppol",
 ) -> TrainConfig:
     """The settings of ``robustsafe train``: the preset, then the workers / envs / normaliser
     options, then ``--set`` overrides, then the run length. Raises ValueError."""
-    cfg = preset(env_id, preset_name, mode=mode, seed=seed)
+    cfg = preset(env_id, preset_name, mode=mode, algo=algo, seed=seed)
     overrides: dict[str, Any] = {}
     if workers is not None:
         overrides["workers"] = workers

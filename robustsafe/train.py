@@ -1,30 +1,23 @@
 """The training loop (the paper's Algorithm 1): rollout, learner update, critic update.
 
-A run directory holds:
+Per epoch: the ``Collector`` steps the envs for ``rollout_length`` steps (episodes continue
+across epochs), acting on the observations the training mode's hooks give (``robust``); the
+learner (any ``learners.base.OnPolicyLearner``: ``--algo ppol|focops``) updates from the
+rollout and the mean cost of the episodes that finished; the ``CriticTrainer`` fits the
+attackers' Q critics; then the epoch's files are written (``rundir``: metrics row, agent,
+checkpoint, resumable state).
 
-    config.yaml            the resolved settings
-    metrics.csv            one row per epoch
-    tb/                    TensorBoard logs
-    agent.pt               the latest agent (policy, V and Q critics, normaliser)
-    checkpoints/           agent snapshots every ``checkpoint_every`` epochs
-    state.pt               everything needed to resume: optimisers, PID state, replay buffer,
-                           random-generator states, epoch counter
-
-Every file is written atomically. Episodes continue across epochs (``rollout.Collector``);
-the state holds each env's episode number and the actions of its episode so far, which resuming
+The state holds each env's episode number and the actions of its episode so far, which resuming
 replays, so a run killed at any point and resumed with ``resume=True`` ends with the same
 parameters as an uninterrupted run.
 """
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import shutil
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +26,25 @@ import torch
 import yaml
 
 from robustsafe.agent import build_networks, save_agent
-from robustsafe.config import TrainConfig, from_dict, to_dict
-from robustsafe.critics import CriticTrainer
+from robustsafe.config import TrainConfig, to_dict
+from robustsafe.critics import CriticTrainer, QCritics
 from robustsafe.envs import BULLET_IDS, VectorEnv
-from robustsafe.learners.ppo_lag import PPOLagrangian
-from robustsafe.nets import GaussianActor
-from robustsafe.rollout import Collector, Perturbation
+from robustsafe.learners import OnPolicyLearner, make_learner
+from robustsafe.robust import RobustHooks, gaussian_kl
+from robustsafe.rollout import Collector
+from robustsafe.rundir import (
+    RUN_FILES,
+    MetricsCSV,
+    check_fresh,
+    check_resumable,
+    load_run_config,
+    remove_run_files,
+    resume_config,
+    run_status,
+    train_metrics,
+    write_text_atomic,
+)
 from robustsafe.runstate import (
-    LOCK_NAME,
     StateFileError,
     clean_temp_files,
     first_line,
@@ -50,145 +54,11 @@ from robustsafe.runstate import (
 )
 from robustsafe.schedule import epsilon_at
 
+__all__ = ["RUN_FILES", "gaussian_kl", "load_run_config", "run_status", "train", "train_metrics"]
+_RobustHooks = RobustHooks  # its name before the hooks had a module of their own
 
-def gaussian_kl(mean_p: torch.Tensor, mean_q: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
-    """KL(N(mean_p, s) || N(mean_q, s)) per row for a shared diagonal std s = exp(log_std).
-
-    Both policies share the state-independent std, so the log-ratio and variance terms cancel
-    and KL = sum_i (mean_p_i - mean_q_i)^2 / (2 s_i^2).
-    """
-    return ((mean_p - mean_q) ** 2 / (2.0 * torch.exp(2.0 * log_std))).sum(-1)
-
-
-class _RobustHooks:
-    """What a training mode changes: the rollout perturbation and SA-PPOL's regulariser."""
-
-    def __init__(self, cfg: TrainConfig, actor: GaussianActor, critics, generator) -> None:
-        from robustsafe.attacks import make_attacker
-
-        self.cfg = cfg.robust
-        self.actor = actor
-        self.critics = critics
-        self.generator = generator
-        name = self.cfg.attacker_name
-        self.attacker = None if name is None else make_attacker(name)
-        self.sa = self.cfg.mode.startswith("sa-")
-
-    def epsilon(self, epoch: int) -> float:
-        if self.attacker is None:
-            return 0.0
-        if self.sa:  # SA-PPOL regularises at the full budget from the start
-            return self.cfg.epsilon
-        r = self.cfg
-        return epsilon_at(epoch, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
-
-    def rollout_perturbation(self, epoch: int, num_envs: int) -> Perturbation | None:
-        """nu for this epoch's rollout: the attacker at the scheduled budget, applied to the
-        first ``attacked_fraction`` of the envs (all by default)."""
-        eps = self.epsilon(epoch)
-        if self.attacker is None or self.sa or eps == 0.0:
-            return None
-        attacker, actor, critics, gen = self.attacker, self.actor, self.critics, self.generator
-        attacked = max(1, round(self.cfg.attacked_fraction * num_envs))
-        if attacked == num_envs:
-            return lambda obs: attacker(actor, critics, obs, eps, gen)
-
-        def mixed(obs: torch.Tensor) -> torch.Tensor:
-            head = attacker(actor, critics, obs[:attacked], eps, gen)
-            return torch.cat([head, obs[attacked:]])
-
-        return mixed
-
-    def sa_regularizer(self, obs: torch.Tensor):
-        """SA-PPOL's smoothness term (``RobustConfig.sa_regularizer``): the authors' code's
-        beta * ||mu(s) - mu(s_adv)||^2 or the paper text's beta * KL(pi(.|s) || pi(.|s_adv)).
-
-        s_adv is computed once per update (against the policy that collected the rollout); the
-        clean action is the current policy's at every step, without gradient (Algorithm 1).
-        """
-        if not self.sa or self.cfg.sa_beta == 0.0:
-            return None
-        s_adv = self.attacker(self.actor, self.critics, obs, self.cfg.epsilon, self.generator)
-        beta, form = self.cfg.sa_beta, self.cfg.sa_regularizer
-
-        def extra(actor: GaussianActor, idx: torch.Tensor) -> torch.Tensor:
-            with torch.no_grad():
-                clean_mean = actor.mean_action(obs[idx])
-            adv_mean = actor.mean_action(s_adv[idx])
-            if form == "kl":
-                return beta * gaussian_kl(clean_mean, adv_mean, actor.log_std).mean()
-            return beta * ((clean_mean - adv_mean) ** 2).sum(-1).mean()
-
-        return extra
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def load_run_config(run_dir: Path) -> TrainConfig:
-    """The settings of a run directory; ValueError naming the file if it cannot be read."""
-    path = Path(run_dir) / "config.yaml"
-    if not path.exists():
-        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
-    try:
-        return from_dict(TrainConfig, yaml.safe_load(path.read_text()))
-    except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        line = f" at line {where.line + 1}" if where is not None else ""
-        raise ValueError(f"{path}: not valid YAML{line}") from None
-    except (ValueError, TypeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: {err}") from None
-
-
-def run_status(run_dir: Path) -> tuple[int, int] | None:
-    """(epochs done, epochs planned) of a run directory, or None if it holds no state."""
-    state = run_dir / "state.pt"
-    if not state.exists():
-        return None
-    cfg = load_run_config(run_dir)
-    status = run_dir / "status.json"
-    if status.exists():  # written right after state.pt: cheap to read
-        try:
-            data = json.loads(status.read_text())
-            if data.get("state_mtime_ns") == state.stat().st_mtime_ns:
-                return int(data["epoch"]), cfg.epochs
-        except (ValueError, TypeError, AttributeError):
-            pass  # damaged: read the state itself
-    return int(load_state(state)["epoch"]), cfg.epochs
-
-
-class _MetricsCSV:
-    def __init__(self, path: Path, keep_through_epoch: int) -> None:
-        self.path = path
-        self.fields: list[str] | None = None
-        if path.exists():  # resuming: drop rows written after the last checkpoint
-            with path.open() as f:
-                rows = list(csv.DictReader(f))
-            rows = [r for r in rows if int(r["epoch"]) <= keep_through_epoch]
-            if rows:
-                self.fields = list(rows[0].keys())
-            tmp = path.with_name(f".{path.name}.tmp")
-            with tmp.open("w", newline="") as f:
-                if self.fields:
-                    w = csv.DictWriter(f, fieldnames=self.fields)
-                    w.writeheader()
-                    w.writerows(rows)
-            os.replace(tmp, path)
-
-    def append(self, row: dict[str, Any]) -> None:
-        new = self.fields is None
-        if new:
-            self.fields = list(row.keys())
-        with self.path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=self.fields, extrasaction="ignore")
-            if new:
-                w.writeheader()
-            w.writerow(row)
-            f.flush()
-            os.fsync(f.fileno())
+# The progress bar's name for each learner's cost multiplier.
+_MULTIPLIER_NAMES = {"ppol": "lam", "focops": "nu"}
 
 
 def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
@@ -246,141 +116,68 @@ def train(
     """Train (or resume) a run in ``out_dir``; returns the run directory.
 
     A new run needs an empty (or absent) directory; ``force`` deletes the files of a run there
-    first (``RUN_FILES``) and keeps any other file. A resume continues the saved settings: only
-    ``cfg.epochs`` may differ (not below the epochs done); ``force`` lets it go on without a
-    lost ``metrics.csv``. One process at a time writes a directory (``runstate.run_lock``).
-    ``stop_after_epoch`` ends the call early after that epoch, as a kill would (tests).
+    first (``rundir.RUN_FILES``) and keeps any other file. A resume continues the saved
+    settings: only ``cfg.epochs`` may differ (not below the epochs done); ``force`` lets it go
+    on without a lost ``metrics.csv``. One process at a time writes a directory
+    (``runstate.run_lock``). ``stop_after_epoch`` ends the call early after that epoch, as a
+    kill would (tests).
     """
     out = Path(out_dir)
     if resume:
-        _check_resumable(out)
+        check_resumable(out)
     else:
-        _check_fresh(out, force)
+        check_fresh(out, force)
     with run_lock(out):
         clean_temp_files(out)  # left by a kill during an atomic write
         if resume:
-            cfg = _resume_config(cfg, out, force)
+            cfg = resume_config(cfg, out, force)
         else:
-            _check_fresh(out, force)  # again, now that no one else can write here
-            _remove_run_files(out)
+            check_fresh(out, force)  # again, now that no one else can write here
+            remove_run_files(out)
         return _train(cfg, out, resume, progress, stop_after_epoch)
 
 
-# What a run writes in its directory (``force`` deletes these, and only these).
-RUN_FILES = (
-    "config.yaml",
-    "metrics.csv",
-    "agent.pt",
-    "state.pt",
-    "status.json",
-    "checkpoints",
-    "tb",
-    "eval.json",
-    "eval_sweep.csv",
-    "eval_sweep.png",
-)
-# What a run that died before its first epoch ended leaves (with the grid's log): restartable.
-_RESTARTABLE = {LOCK_NAME, "config.yaml", "tb", "train.log"}
+@dataclass
+class _Resumable:
+    """What ``state.pt`` holds besides the counters: everything that changes during a run."""
 
+    learner: OnPolicyLearner
+    critics: QCritics
+    critic_trainer: CriticTrainer
+    collector: Collector
+    generator: torch.Generator
+    np_rng: np.random.Generator
 
-def _check_resumable(out: Path) -> None:
-    if not (out / "state.pt").exists():
-        raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
+    def state_dict(self, epoch: int, env_steps: int, elapsed: float) -> dict[str, Any]:
+        return {
+            "epoch": epoch,
+            "env_steps": env_steps,
+            "elapsed": elapsed,
+            "learner": self.learner.state_dict(),
+            "critics": self.critics.state_dict(),
+            "critic_trainer": self.critic_trainer.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "generator": self.generator.get_state(),
+            "np_rng": self.np_rng.bit_generator.state,
+            "collector": self.collector.state_dict(),
+        }
 
-
-def _check_fresh(out: Path, force: bool) -> None:
-    """Refuse to start a new run where it would replace anything, unless ``force``."""
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"--out {out} is a file, not a directory")
-    if force or not out.is_dir():
-        return
-    names = {p.name for p in out.iterdir() if not (p.name.startswith(".") and p.suffix == ".tmp")}
-    if (out / "state.pt").exists():
-        raise FileExistsError(
-            f"{out} already holds a run; pass --resume to continue it, --force to start it over, "
-            "or choose another --out"
-        )
-    if names <= _RESTARTABLE:
-        if "config.yaml" not in names:
-            return
-        try:  # a run that died in its first epoch: nothing to lose
-            load_run_config(out)
-            return
-        except ValueError:
-            pass
-    shown = ", ".join(sorted(names - {LOCK_NAME})[:5])
-    raise FileExistsError(
-        f"{out} is not empty ({shown}) and holds no resumable run; choose another --out, or "
-        "pass --force to delete the run files there (config.yaml, metrics.csv, agent.pt, "
-        "state.pt, checkpoints/, tb/, ...) and start a new run"
-    )
-
-
-def _remove_run_files(out: Path) -> None:
-    for name in RUN_FILES:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-
-
-def _resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
-    """The saved settings with ``cfg``'s number of epochs; refuse any other difference."""
-    saved = load_run_config(out)
-    differ = _config_differences(saved, replace(cfg, epochs=saved.epochs))
-    if differ:
-        raise ValueError(
-            f"cannot resume {out} with other settings than the saved ones: "
-            + "; ".join(differ)
-            + ". A resume continues the saved settings (only the number of epochs may change)"
-        )
-    status = run_status(out)
-    done = status[0] if status is not None else 0
-    if cfg.epochs < done:
-        raise ValueError(
-            f"cannot resume {out} for {cfg.epochs} epochs: it has already done {done}; "
-            f"give at least {done}"
-        )
-    _check_metrics(out / "metrics.csv", done, force)
-    return replace(saved, epochs=cfg.epochs)
-
-
-def _config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
-    """``key: saved -> new`` for every setting that differs (dotted keys)."""
-
-    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-        items: dict[str, Any] = {}
-        for k, v in d.items():
-            if isinstance(v, dict):
-                items.update(flat(v, f"{prefix}{k}."))
-            else:
-                items[f"{prefix}{k}"] = v
-        return items
-
-    a, b = flat(to_dict(saved)), flat(to_dict(new))
-    return [f"{k}: saved {a[k]!r}, asked {b.get(k)!r}" for k in a if a[k] != b.get(k)]
-
-
-def _check_metrics(path: Path, done: int, force: bool) -> None:
-    """Refuse a resume that would silently lose or mangle the epoch history."""
-    if not path.exists():
-        if done > 0 and not force:
-            raise FileNotFoundError(
-                f"{path} is missing: resuming would lose the history of epochs 1-{done}. "
-                "Restore it, or pass --force to resume without it"
-            )
-        return
-    try:
-        with path.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-        for row in rows:
-            int(row["epoch"])
-    except (KeyError, ValueError, TypeError, UnicodeDecodeError, csv.Error):
-        raise ValueError(
-            f"{path} is not a RobustSafe metrics file (it needs an integer 'epoch' column); "
-            "move it away to resume"
-        ) from None
+    def load(self, state_path: Path) -> tuple[int, int, float]:
+        """Restore from ``state_path``; returns (epoch, env steps, elapsed seconds)."""
+        state = load_state(state_path)
+        try:  # a state from another run (other sizes) or with missing parts
+            self.learner.load_state_dict(state["learner"])
+            self.critics.load_state_dict(state["critics"])
+            self.critic_trainer.load_state_dict(state["critic_trainer"])
+            torch.set_rng_state(state["torch_rng"])
+            self.generator.set_state(state["generator"])
+            self.np_rng.bit_generator.state = state["np_rng"]
+            self.collector.load_state_dict(state["collector"])
+            return int(state["epoch"]), int(state["env_steps"]), float(state["elapsed"])
+        except (KeyError, IndexError, RuntimeError, TypeError, ValueError) as err:
+            raise StateFileError(
+                f"{state_path} does not fit the run's config.yaml ({first_line(err)})"
+            ) from None
 
 
 def _train(
@@ -409,30 +206,17 @@ def _train(
         actor, v_r, v_c, critics, norm = build_networks(
             cfg, vec.obs_dim, vec.act_dim, float(vec.act_low.min()), float(vec.act_high.max())
         )
-        learner = PPOLagrangian(actor, v_r, v_c, cfg.ppo, cfg.pid)
+        learner = make_learner(cfg, actor, v_r, v_c)
         critic_trainer = CriticTrainer(critics, vec.obs_dim, vec.act_dim, cfg.critics)
-        hooks = _RobustHooks(cfg, actor, critics, generator)
+        hooks = RobustHooks(cfg, actor, critics, generator)
         collector = Collector(vec, cfg.seed)
+        parts = _Resumable(learner, critics, critic_trainer, collector, generator, np_rng)
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0
         if resume:
-            state = load_state(state_path)
-            try:  # a state from another run (other sizes) or with missing parts
-                learner.load_state_dict(state["learner"])
-                critics.load_state_dict(state["critics"])
-                critic_trainer.load_state_dict(state["critic_trainer"])
-                torch.set_rng_state(state["torch_rng"])
-                generator.set_state(state["generator"])
-                np_rng.bit_generator.state = state["np_rng"]
-                collector.load_state_dict(state["collector"])
-                start_epoch, env_steps = int(state["epoch"]), int(state["env_steps"])
-                elapsed = float(state["elapsed"])
-            except (KeyError, IndexError, RuntimeError, TypeError, ValueError) as err:
-                raise StateFileError(
-                    f"{state_path} does not fit the run's config.yaml ({first_line(err)})"
-                ) from None
+            start_epoch, env_steps, elapsed = parts.load(state_path)
 
-        metrics_csv = _MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
+        metrics_csv = MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
         from torch.utils.tensorboard import SummaryWriter
 
         tb = SummaryWriter(str(out / "tb"), purge_step=start_epoch + 1)
@@ -445,12 +229,13 @@ def _train(
                 initial=env_steps,
                 unit="step",
                 dynamic_ncols=True,
-                desc=cfg.env_id,
+                desc=cfg.env_id if cfg.algo == "ppol" else f"{cfg.algo} {cfg.env_id}",
             )
         t_start = t_call - elapsed
         last_return = last_cost = float("nan")
         no_episode_epochs = 0
         for epoch in range(start_epoch + 1, cfg.epochs + 1):
+            # ---- rollout: the policy acts on nu(s) (robust hooks), the envs move on s
             t_epoch = time.perf_counter()
             result = collector.collect(
                 actor,
@@ -469,17 +254,20 @@ def _train(
                 no_episode_epochs += 1
                 if no_episode_epochs == 1:
                     _warn_no_finished_episode(epoch, cfg, vec.max_episode_steps)
+
+            # ---- updates: the learner (with SA's extra loss), then the attackers' Q critics
             t_sa = time.perf_counter()
             extra = hooks.sa_regularizer(torch.from_numpy(ro.obs.reshape(ro.size, -1)))
             t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
             metrics: dict[str, float] = learner.update(ro, mean_cost, generator, extra)
-            flat = ro.size
             critic_trainer.add_rollout(ro)
             metrics.update(critic_trainer.update(actor, np_rng))
             if norm is not None:  # new statistics from the next rollout on (logp stays valid)
                 norm.update(torch.from_numpy(ro.true_obs))
             t_end = time.perf_counter()
-            env_steps += flat
+
+            # ---- the epoch's files
+            env_steps += ro.size
             if eps:
                 last_return = float(np.mean([e.ret for e in eps]))
                 last_cost = float(np.mean([e.cost for e in eps]))
@@ -493,7 +281,7 @@ def _train(
                 "ep_length": float(np.mean([e.length for e in eps])) if eps else float("nan"),
                 "epsilon": hooks.epsilon(epoch),
                 **metrics,
-                "steps_per_s": flat / (t_end - t_epoch),
+                "steps_per_s": ro.size / (t_end - t_epoch),
                 "time_env": result.timing.env,
                 "time_attack": result.timing.attack + t_sa,
                 "time_policy": result.timing.policy,
@@ -504,32 +292,9 @@ def _train(
                 if k != "epoch":
                     tb.add_scalar(k, v, epoch)
             tb.flush()
-            save_agent(out / "agent.pt", cfg, actor, v_r, v_c, critics, epoch)
-            if cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
-                save_agent(
-                    out / "checkpoints" / f"agent_epoch_{epoch:04d}.pt",
-                    cfg,
-                    actor,
-                    v_r,
-                    v_c,
-                    critics,
-                    epoch,
-                )
-            save_state(
-                state_path,
-                {
-                    "epoch": epoch,
-                    "env_steps": env_steps,
-                    "elapsed": time.perf_counter() - t_start,
-                    "learner": learner.state_dict(),
-                    "critics": critics.state_dict(),
-                    "critic_trainer": critic_trainer.state_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                    "generator": generator.get_state(),
-                    "np_rng": np_rng.bit_generator.state,
-                    "collector": collector.state_dict(),
-                },
-            )
+            _save_agents(out, cfg, learner, critics, epoch)
+            elapsed = time.perf_counter() - t_start
+            save_state(state_path, parts.state_dict(epoch, env_steps, elapsed))
             write_text_atomic(
                 out / "status.json",
                 json.dumps(
@@ -542,12 +307,14 @@ def _train(
                 ),
             )
             if bar is not None:
-                bar.update(flat)
+                bar.update(ro.size)
                 bar.set_postfix(
-                    reward=f"{last_return:.1f}",
-                    cost=f"{last_cost:.2f}",
-                    lam=f"{metrics['lambda']:.3f}",
-                    sps=f"{row['steps_per_s']:.0f}",
+                    {
+                        "reward": f"{last_return:.1f}",
+                        "cost": f"{last_cost:.2f}",
+                        _MULTIPLIER_NAMES[cfg.algo]: f"{learner.multiplier:.3f}",
+                        "sps": f"{row['steps_per_s']:.0f}",
+                    }
                 )
             if stop_after_epoch is not None and epoch >= stop_after_epoch:
                 break
@@ -559,6 +326,12 @@ def _train(
     return out
 
 
-def train_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    with (Path(run_dir) / "metrics.csv").open() as f:
-        return list(csv.DictReader(f))
+def _save_agents(
+    out: Path, cfg: TrainConfig, learner: OnPolicyLearner, critics: QCritics, epoch: int
+) -> None:
+    """agent.pt, and a checkpoint every ``checkpoint_every`` epochs (the config names the
+    learner, so evaluation and the attackers load any learner's agent the same way)."""
+    nets = (learner.actor, learner.v_reward, learner.v_cost, critics)
+    save_agent(out / "agent.pt", cfg, *nets, epoch)
+    if cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
+        save_agent(out / "checkpoints" / f"agent_epoch_{epoch:04d}.pt", cfg, *nets, epoch)

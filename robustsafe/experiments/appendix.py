@@ -99,7 +99,7 @@ def merge_evals(main: EvalFile | None, extra: EvalFile | None) -> EvalFile:
         if out is None:
             raise ValueError("merge_evals needs at least one evaluation")
         return out
-    for name in ("env_id", "mode", "train_seed"):
+    for name in ("env_id", "algo", "mode", "train_seed"):
         if getattr(main, name) != getattr(extra, name):
             raise ValueError(
                 f"{extra.path}: {name} {getattr(extra, name)!r} differs from {main.path}'s "
@@ -114,6 +114,7 @@ def merge_evals(main: EvalFile | None, extra: EvalFile | None) -> EvalFile:
         agent_epoch=main.agent_epoch,
         episodes={**main.episodes, **extra.episodes},
         epsilons={**main.epsilons, **extra.epsilons},
+        algo=main.algo,
     )
 
 
@@ -138,9 +139,14 @@ def collect_runs(runs_dir: str | PathLike) -> tuple[list[EvalFile], list[str]]:
         if loaded["eval.json"] is None and loaded[APPENDIX_EVAL_NAME] is None:
             continue
         try:
-            runs.append(merge_evals(loaded["eval.json"], loaded[APPENDIX_EVAL_NAME]))
+            run = merge_evals(loaded["eval.json"], loaded[APPENDIX_EVAL_NAME])
         except ValueError as err:
             notes.append(f"left out {err}")
+            continue
+        if run.algo != "ppol":  # these tables are PPO-Lagrangian's (``robustsafe table``: all)
+            notes.append(f"left out {run.path}: a {run.algo} run; these tables show PPOL's")
+            continue
+        runs.append(run)
     return runs, notes
 
 

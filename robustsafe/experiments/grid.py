@@ -1,8 +1,10 @@
-"""The experiment grid: train every (env, mode, seed) in its own process, then evaluate it.
+"""The experiment grid: train every (env, learner, mode, seed) in its own process, then
+evaluate it.
 
 A grid is a ``GridSpec``; ``run_grid(spec)`` makes every combination's run directory
 
     <out>/<env>/<mode without ':'>/seed<S>/     e.g. runs/grid/SafetyCarRun-v0/adv-mix0.5/seed3
+    <out>/<env>/<algo>-<mode>/seed<S>/          other learners than PPOL: .../focops-adv-mc/seed0
 
 hold a finished training (``robustsafe train``: ``config.yaml``, ``agent.pt``, ``state.pt``, ...,
 plus ``train.log``, the process's output) and an evaluation under the attacker set at the task's
@@ -53,7 +55,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from robustsafe.config import PRESETS, TrainConfig, check_mode, resolve, to_dict
+from robustsafe.config import PRESETS, TrainConfig, check_algo, check_mode, resolve, to_dict
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
 BACKENDS = ("local", "ray")
@@ -66,6 +68,7 @@ EvalStatus = Literal["evaluated", "skipped", "failed", "not-run", "pending"]
 # Options of ``robustsafe train`` that the grid sets itself for every run.
 _GRID_OWNED_OPTIONS = (
     "--env",
+    "--algo",
     "--mode",
     "--seed",
     "--preset",
@@ -125,7 +128,7 @@ def parse_train_args(args: Sequence[str]) -> TrainArgs:
     """Parse extra ``robustsafe train`` options (``["--epochs", "3", "--set", "k=v"]``).
 
     Accepted: ``--epochs``, ``--total-steps``, ``--workers``, ``--num-envs``, ``--obs-norm``,
-    ``--set`` (repeatable). The grid sets ``--env --mode --seed --preset --out --resume
+    ``--set`` (repeatable). The grid sets ``--env --algo --mode --seed --preset --out --resume
     --no-progress`` itself; anything else is an error.
     """
     p = _RaisingParser(prog="train_args", add_help=False, allow_abbrev=False)
@@ -159,6 +162,10 @@ class GridSpec:
         are training modes (``vanilla``, ``random``, ``adv-mc``, ``adv-mr``, ``adv-mix:W``,
         ``sa-mad``, ``sa-mc``, ``sa-mr``), seeds non-negative integers. Custom envs must be
         importable in a fresh process: gymnasium's ``"package.module:EnvId-v0"`` form.
+    algos
+        The learners (``robustsafe train --algo``: ``ppol``, ``focops``), each trained in every
+        mode; PPOL's runs keep the directory ``<env>/<mode>``, the others' are
+        ``<env>/<algo>-<mode>``.
     preset
         ``paper`` or ``fast`` (``robustsafe train --preset``).
     out
@@ -187,7 +194,8 @@ class GridSpec:
         Extra attackers for the appendix's tables (``robustsafe grid --appendix``: ``minr``
         and ``mix:0.25,0.5,0.75``), evaluated for the runs of ``appendix_modes`` (default
         PPOL-vanilla and ADV-PPOL(MC/MR)) into ``<run>/eval-appendix.json`` (same episodes,
-        seed and epsilon as ``eval.json``, which stays as it is). Empty: none.
+        seed and epsilon as ``eval.json``, which stays as it is). Empty: none. PPOL's runs
+        only, like the xi sweep.
     xi_sweep, xi_modes
         AMAD's xi values for the appendix's MAD/AMAD figure (``robustsafe xi-sweep``), for the
         runs of ``xi_modes`` (default PPOL-vanilla), into ``<run>/eval-xi.json``. Empty: none.
@@ -195,6 +203,7 @@ class GridSpec:
 
     envs: tuple[str, ...]
     modes: tuple[str, ...] = ("vanilla",)
+    algos: tuple[str, ...] = ("ppol",)
     seeds: tuple[int, ...] = (0,)
     preset: str = "paper"
     out: Path = Path("runs/grid")
@@ -216,6 +225,7 @@ class GridSpec:
         put = object.__setattr__  # normalise in place (frozen)
         put(self, "envs", _as_tuple(self.envs, "envs", str))
         put(self, "modes", _as_tuple(self.modes, "modes", str))
+        put(self, "algos", _as_tuple(self.algos, "algos", str))
         put(self, "seeds", _as_tuple(self.seeds, "seeds", int))
         put(self, "attacks", _as_tuple(self.attacks, "attacks", str))
         if isinstance(self.train_args, str):
@@ -223,11 +233,13 @@ class GridSpec:
         else:
             put(self, "train_args", tuple(str(a) for a in self.train_args))
         put(self, "out", Path(self.out))
-        for name in ("envs", "modes", "seeds", "attacks"):
+        for name in ("envs", "modes", "algos", "seeds", "attacks"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must not be empty")
         for mode in self.modes:
             check_mode(mode)
+        for algo in self.algos:
+            check_algo(algo)
         for seed in self.seeds:
             if seed < 0:
                 raise ValueError(f"seeds must be non-negative integers, got {seed}")
@@ -255,13 +267,21 @@ class GridSpec:
                     f"{env_dir_name(env)!r}"
                 )
 
-    def run_dir(self, env_id: str, mode: str, seed: int) -> Path:
-        """``<out>/<env>/<mode without ':'>/seed<S>``."""
-        return self.out / env_dir_name(env_id) / mode.replace(":", "") / f"seed{seed}"
+    def run_dir(self, env_id: str, mode: str, seed: int, algo: str = "ppol") -> Path:
+        """``<out>/<env>/<mode without ':'>/seed<S>``; ``<algo>-<mode ...>`` for other
+        learners than PPOL."""
+        name = mode.replace(":", "") if algo == "ppol" else f"{algo}-{mode.replace(':', '')}"
+        return self.out / env_dir_name(env_id) / name / f"seed{seed}"
 
-    def combinations(self) -> list[tuple[str, str, int]]:
-        """Every (env, mode, seed), env-major."""
-        return [(e, m, s) for e in self.envs for m in self.modes for s in self.seeds]
+    def combinations(self) -> list[tuple[str, str, str, int]]:
+        """Every (env, algo, mode, seed), env-major."""
+        return [
+            (e, a, m, s)
+            for e in self.envs
+            for a in self.algos
+            for m in self.modes
+            for s in self.seeds
+        ]
 
 
 def env_dir_name(env_id: str) -> str:
@@ -293,7 +313,9 @@ def _check_extras(spec: GridSpec) -> None:
             check_mode(mode)
 
 
-def resolve_train_config(spec: GridSpec, env_id: str, mode: str, seed: int) -> TrainConfig:
+def resolve_train_config(
+    spec: GridSpec, env_id: str, mode: str, seed: int, algo: str = "ppol"
+) -> TrainConfig:
     """The settings ``robustsafe train`` would resolve for this run of the grid.
 
     Mirrors the train command: the preset, then ``--workers`` / ``--num-envs`` /
@@ -305,6 +327,7 @@ def resolve_train_config(spec: GridSpec, env_id: str, mode: str, seed: int) -> T
             env_id,
             spec.preset,
             mode=mode,
+            algo=algo,
             seed=seed,
             workers=a.workers,
             num_envs=a.num_envs,
@@ -340,6 +363,12 @@ class PlannedRun:
     epsilon: float
     note: str = ""
     extra: tuple[str, ...] = ()  # extra evaluation files to write (eval-appendix.json, ...)
+    algo: str = "ppol"
+
+    @property
+    def label(self) -> str:
+        """``mode``, with the learner before it when it is not PPOL (``focops adv-mc``)."""
+        return self.mode if self.algo == "ppol" else f"{self.algo} {self.mode}"
 
 
 def expected_attacks(spec: GridSpec) -> list[str]:
@@ -385,12 +414,16 @@ def _settings_difference(saved: TrainConfig, wanted: TrainConfig) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if k not in ignore and a.get(k) != b.get(k))
 
 
-def plan_run(spec: GridSpec, env_id: str, mode: str, seed: int) -> PlannedRun:
+def plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str = "ppol") -> PlannedRun:
     """The plan of one run (reads its directory, changes nothing)."""
+    return replace(_plan_run(spec, env_id, mode, seed, algo), algo=algo)
+
+
+def _plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str) -> PlannedRun:
     from robustsafe.train import load_run_config, run_status
 
-    run = spec.run_dir(env_id, mode, seed)
-    wanted = resolve_train_config(spec, env_id, mode, seed)
+    run = spec.run_dir(env_id, mode, seed, algo)
+    wanted = resolve_train_config(spec, env_id, mode, seed, algo)
     target = wanted.epochs
     epsilon = wanted.robust.epsilon
     if not (run / "state.pt").exists():
@@ -440,7 +473,7 @@ def plan_grid(spec: GridSpec) -> list[PlannedRun]:
 
     Raises ValueError when ``train_args`` do not resolve to valid settings.
     """
-    return [_plan_extras(spec, plan_run(spec, e, m, s)) for e, m, s in spec.combinations()]
+    return [_plan_extras(spec, plan_run(spec, e, m, s, a)) for e, a, m, s in spec.combinations()]
 
 
 # ----------------------------------------------------------------------------- extra evaluations
@@ -487,7 +520,7 @@ def extra_evaluation_is_current(run_dir: Path, name: str, spec: GridSpec, epsilo
 
 
 def _plan_extras(spec: GridSpec, plan: PlannedRun) -> PlannedRun:
-    names = extra_evaluations(spec, plan.mode)
+    names = extra_evaluations(spec, plan.mode) if plan.algo == "ppol" else []
     if plan.action == "skip":
         names = [
             n for n in names if not extra_evaluation_is_current(plan.run_dir, n, spec, plan.epsilon)
@@ -549,7 +582,7 @@ def format_plan(plan: Sequence[PlannedRun]) -> str:
         if p.extra:
             ev += " + " + " + ".join(p.extra)
         line = (
-            f"{p.action:<7} {p.env_id} {p.mode} seed {p.seed}: "
+            f"{p.action:<7} {p.env_id} {p.label} seed {p.seed}: "
             f"{p.epochs_done}/{p.epochs_planned} epochs, {ev}  ({p.run_dir})"
         )
         if p.note:
@@ -588,6 +621,8 @@ def train_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
         cmd = ["-m", "robustsafe.cli", "train", "--out", str(plan.run_dir), "--resume"]
         return [*cmd, *_length_args(spec.train_args), "--no-progress"]
     cmd = ["-m", "robustsafe.cli", "train", "--env", plan.env_id, "--mode", plan.mode]
+    if plan.algo != "ppol":
+        cmd += ["--algo", plan.algo]
     cmd += ["--seed", str(plan.seed), "--preset", spec.preset, "--out", str(plan.run_dir)]
     return [*cmd, *spec.train_args, "--no-progress"]
 
@@ -661,6 +696,7 @@ class RunResult:
     eval_seconds: float | None = None
     note: str = ""
     extra: tuple[tuple[str, str], ...] = ()  # (file, status) of the extra evaluations
+    algo: str = "ppol"
 
     @property
     def ok(self) -> bool:
@@ -672,7 +708,8 @@ def format_results(results: Sequence[RunResult]) -> str:
     """A summary: one line per run, the failures' log tails, and the totals."""
     lines = []
     for r in results:
-        line = f"{r.env_id} {r.mode} seed {r.seed}: {r.train}, evaluation {r.evaluation}"
+        label = r.mode if r.algo == "ppol" else f"{r.algo} {r.mode}"
+        line = f"{r.env_id} {label} seed {r.seed}: {r.train}, evaluation {r.evaluation}"
         for name, status in r.extra:
             line += f", {name} {status}"
         if r.exit_code is not None:
@@ -867,6 +904,7 @@ class _State:
             self.eval_seconds,
             "; ".join(notes),
             extra=tuple(self.extra.items()),
+            algo=p.algo,
         )
 
 
@@ -914,7 +952,7 @@ def run_grid(
         what = f"{p.action} ({p.epochs_done}/{p.epochs_planned} epochs)"
         ev = ", evaluate" if p.evaluate else ""
         ev += "".join(f", {name}" for name in p.extra)
-        log(f"[grid] {p.env_id} {p.mode} seed {p.seed}: {what}{ev}")
+        log(f"[grid] {p.env_id} {p.label} seed {p.seed}: {what}{ev}")
         if p.note:
             log(f"[grid]   note: {p.note}")
     for s in states:
@@ -954,7 +992,7 @@ def _execute(
 
     def describe(job: _Job) -> str:
         p = plan[job.index]
-        return f"{job.name or job.kind} {p.env_id} {p.mode} seed {p.seed}"
+        return f"{job.name or job.kind} {p.env_id} {p.label} seed {p.seed}"
 
     def finish(job: _Job, rc: int) -> None:
         nonlocal total

@@ -1,8 +1,10 @@
 """The paper's Table 1 from the ``eval.json`` files of a directory tree (``robustsafe table``).
 
 Every ``eval.json`` under a directory (recursively, as written by ``robustsafe evaluate`` or the
-grid runner) is one evaluated run. Runs are grouped by (env id, training mode); each group is a
-row of the table, each attacker a pair of columns (reward, cost):
+grid runner) is one evaluated run. Runs are grouped by (env id, learner, training mode); each
+group is a row of the table (PPO-Lagrangian's rows first, then FOCOPS's, named as in the paper's
+appendix: ``FOCOPS-vanilla``, ``FOCOPS(MC)``, ``FOCOPS(MR)``; an evaluation without a
+``train_algo`` field is PPO-Lagrangian's), each attacker a pair of columns (reward, cost):
 
     Natural | Random | MAD | AMAD | MC | MR | Average (of the five attackers)
 
@@ -15,8 +17,8 @@ Conventions (those of the paper, Table 1 and appendix Table 5, and the authors' 
 - failing agents, whose natural reward is below 30% of PPOL-vanilla's natural reward on the
   same env, are starred (``*`` after the name) and never marked. Without a PPOL-vanilla row on
   an env, or when its natural reward is not positive, no agent is treated as failing (a note
-  says so);
-- in every column the two lowest-cost agents of each env are marked (bold in Markdown,
+  says so). Other learners' agents are compared with their own vanilla agent (FOCOPS-vanilla);
+- in every column the two lowest-cost agents of each env and learner are marked (bold in Markdown,
   ``\\textbf`` in LaTeX); costs are compared as displayed (2 decimals) and ties go to the higher
   reward (the paper's rule);
 - a cell no run has is shown as "—" ("--" in LaTeX); a cell that pools fewer seeds or episodes
@@ -66,6 +68,10 @@ _METHOD_NAMES = {
     "adv-mr": "ADV-PPOL(MR)",
 }
 _METHOD_ORDER = tuple(_METHOD_NAMES)  # then adv-mix:W by W, then anything else
+# Other learners' rows, after PPO-Lagrangian's: the paper's appendix names (Table
+# "exp-focops-append": FOCOPS-vanilla, FOCOPS(MC), FOCOPS(MR)).
+_ALGO_NAMES = {"ppol": "PPOL", "focops": "FOCOPS"}
+_ALGO_ORDER = tuple(_ALGO_NAMES)
 _PAPER_ENV_ORDER = tuple(
     f"Safety{robot}{task}-v0" for task in ("Run", "Circle") for robot in ("Car", "Drone", "Ant")
 )
@@ -86,13 +92,33 @@ CSV_FIELDS = (
 )
 
 
-def method_name(mode: str) -> str:
-    """The paper's name of a training mode (``adv-mix:0.5`` -> ``ADV-PPOL(mix 0.5)``)."""
+def method_name(mode: str, algo: str = "ppol") -> str:
+    """The paper's name of a learner's training mode (``adv-mix:0.5`` -> ``ADV-PPOL(mix 0.5)``;
+    FOCOPS: ``vanilla`` -> ``FOCOPS-vanilla``, ``adv-mc`` -> ``FOCOPS(MC)``)."""
+    if algo != "ppol":
+        return _other_method_name(mode, _ALGO_NAMES.get(algo, algo))
     if mode in _METHOD_NAMES:
         return _METHOD_NAMES[mode]
     if mode.startswith("adv-mix:"):
         return f"ADV-PPOL(mix {mode.split(':', 1)[1]})"
     return mode
+
+
+def _other_method_name(mode: str, learner: str) -> str:
+    """FOCOPS-vanilla, FOCOPS-random, FOCOPS(MC), FOCOPS(MR), FOCOPS(mix 0.5), SA-FOCOPS(MC)."""
+    if mode in ("vanilla", "random"):
+        return f"{learner}-{mode}"
+    if mode.startswith("adv-mix:"):
+        return f"{learner}(mix {mode.split(':', 1)[1]})"
+    if mode.startswith("adv-"):
+        return f"{learner}({mode.split('-', 1)[1].upper()})"
+    if mode.startswith("sa-"):
+        return f"SA-{learner}({mode.split('-', 1)[1].upper()})"
+    return f"{learner} {mode}"
+
+
+def _algo_key(algo: str) -> tuple:
+    return (_ALGO_ORDER.index(algo), "") if algo in _ALGO_ORDER else (len(_ALGO_ORDER), algo)
 
 
 def _method_key(mode: str) -> tuple:
@@ -128,6 +154,7 @@ class EvalFile:
     agent_epoch: int | None
     episodes: dict[str, tuple[tuple[float, float], ...]]
     epsilons: dict[str, float]
+    algo: str = "ppol"  # the learner; evaluations without ``train_algo`` are PPOL's
 
 
 def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
@@ -179,7 +206,11 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
             raise ValueError(f"{path}: attacker {attack!r} has malformed episodes") from None
     seed = data.get("train_seed")
     epoch = data.get("agent_epoch")
+    algo = data.get("train_algo", "ppol")
+    if not isinstance(algo, str):
+        raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
     return EvalFile(
+        algo=algo,
         path=path,
         env_id=data["env_id"],
         mode=data["train_mode"],
@@ -230,10 +261,11 @@ class MethodRow:
     epsilon: float | None
     seeds: tuple[int | None, ...]
     cells: dict[str, Cell | None]
+    algo: str = "ppol"
 
     @property
     def method(self) -> str:
-        return method_name(self.mode)
+        return method_name(self.mode, self.algo)
 
     @property
     def label(self) -> str:
@@ -266,14 +298,14 @@ def build_table(
 ) -> ResultsTable:
     """Group, pool, mark and star (see the module docstring). ValueError on inconsistent input."""
     notes = list(notes)
-    groups: dict[tuple[str, str], list[EvalFile]] = {}
+    groups: dict[tuple[str, str, str], list[EvalFile]] = {}
     for f in files:
-        groups.setdefault((f.env_id, f.mode), []).append(f)
+        groups.setdefault((f.env_id, f.algo, f.mode), []).append(f)
 
     rows: list[MethodRow] = []
-    for (env_id, mode), members in groups.items():
+    for (env_id, algo, mode), members in groups.items():
         members = sorted(members, key=lambda f: (f.train_seed is None, f.train_seed or 0, f.path))
-        name = f"{method_name(mode)} on {env_id}"
+        name = f"{method_name(mode, algo)} on {env_id}"
         seen: dict[int, Path] = {}
         for f in members:
             if f.train_seed is None:
@@ -312,15 +344,18 @@ def build_table(
                 epsilon=epsilon,
                 seeds=tuple(f.train_seed for f in members),
                 cells=cells,
+                algo=algo,
             )
         )
 
-    rows.sort(key=lambda r: (_env_key(r.env_id), _method_key(r.mode)))
+    rows.sort(key=lambda r: (_env_key(r.env_id), _algo_key(r.algo), _method_key(r.mode)))
     final: list[MethodRow] = []
     for env_id in dict.fromkeys(r.env_id for r in rows):
-        env_rows = [r for r in rows if r.env_id == env_id]
-        env_rows = _star_failing(env_id, env_rows, notes)
-        env_rows = _mark_lowest_costs(env_rows)
+        env_rows = []
+        for algo in dict.fromkeys(r.algo for r in rows if r.env_id == env_id):
+            algo_rows = [r for r in rows if r.env_id == env_id and r.algo == algo]
+            algo_rows = _star_failing(env_id, algo_rows, notes)
+            env_rows += _mark_lowest_costs(algo_rows)
         final.extend(env_rows)
         eps = {r.method: r.epsilon for r in env_rows if r.epsilon is not None}
         if len(set(eps.values())) > 1:
@@ -357,16 +392,18 @@ def _group_epsilon(name: str, members: Sequence[EvalFile]) -> float | None:
 
 
 def _star_failing(env_id: str, rows: list[MethodRow], notes: list[str]) -> list[MethodRow]:
+    """Star the failing agents among one learner's ``rows`` of an env (against its vanilla)."""
+    reference = method_name("vanilla", rows[0].algo)
     vanilla = next((r for r in rows if r.mode == "vanilla"), None)
     natural = vanilla.cells.get("none") if vanilla is not None else None
     if vanilla is None or natural is None:
         notes.append(
-            f"no PPOL-vanilla natural result on {env_id}: no agent is treated as failing there."
+            f"no {reference} natural result on {env_id}: no agent is treated as failing there."
         )
         return rows
     if not natural.reward_mean > 0:
         notes.append(
-            f"PPOL-vanilla's natural reward on {env_id} is not positive "
+            f"{reference}'s natural reward on {env_id} is not positive "
             f"({natural.reward_mean:.2f}): the 30% rule does not apply, no agent is treated as "
             "failing there."
         )
@@ -428,6 +465,7 @@ def _replace_row(row: MethodRow, **changes) -> MethodRow:
         "epsilon": row.epsilon,
         "seeds": row.seeds,
         "cells": row.cells,
+        "algo": row.algo,
     }
     data.update(changes)
     return MethodRow(**data)

@@ -18,18 +18,14 @@ dimensions whose natural spread is ~1e-4 put V far outside its data, V's loss ex
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 
-from robustsafe.buffers import Rollout, gae
+from robustsafe.buffers import Rollout
 from robustsafe.config import PPOLagConfig
+from robustsafe.learners.base import ExtraActorLoss, minibatches, rollout_advantages
 from robustsafe.nets import GaussianActor, ValueCritic
 from robustsafe.pid import PIDConfig, PIDLagrangian
-
-# An optional extra actor loss on a minibatch of flat indices (SA-PPOL's regulariser).
-ExtraActorLoss = Callable[[GaussianActor, torch.Tensor], torch.Tensor]
 
 
 def ppo_lagrangian_loss(
@@ -54,6 +50,8 @@ def ppo_lagrangian_loss(
 
 
 class PPOLagrangian:
+    """An ``OnPolicyLearner`` (``robustsafe.learners.base``)."""
+
     def __init__(
         self,
         actor: GaussianActor,
@@ -72,29 +70,16 @@ class PPOLagrangian:
         )
         self.pid = PIDLagrangian(pid)
 
+    @property
+    def multiplier(self) -> float:
+        return self.pid.multiplier
+
     # ------------------------------------------------------------------ advantages
 
-    @torch.no_grad()
     def advantages(self, ro: Rollout) -> dict[str, torch.Tensor]:
         """Flattened training tensors with GAE advantages and returns for reward and cost."""
-        T, N = ro.reward.shape
-        obs = torch.as_tensor(ro.true_obs).reshape(T * N, -1)
-        next_obs = torch.as_tensor(ro.next_obs).reshape(T * N, -1)
-        end = ro.terminated | ro.truncated
-        out: dict[str, torch.Tensor] = {
-            "obs": torch.as_tensor(ro.obs).reshape(T * N, -1),
-            "true_obs": obs,
-            "act": torch.as_tensor(ro.act).reshape(T * N, -1),
-            "logp": torch.as_tensor(ro.logp).reshape(T * N),
-        }
-        for key, critic, signal in (("r", self.v_reward, ro.reward), ("c", self.v_cost, ro.cost)):
-            v = critic(obs).reshape(T, N).double().numpy()
-            v_next = critic(next_obs).reshape(T, N).double().numpy()
-            adv, ret = gae(
-                signal, v, v_next, ro.terminated, end, self.cfg.gamma, self.cfg.gae_lambda
-            )
-            out[f"adv_{key}"] = torch.as_tensor(adv, dtype=torch.float32).reshape(T * N)
-            out[f"ret_{key}"] = torch.as_tensor(ret, dtype=torch.float32).reshape(T * N)
+        cfg = self.cfg
+        out = rollout_advantages(ro, self.v_reward, self.v_cost, cfg.gamma, cfg.gae_lambda)
         if self.cfg.normalize_reward_advantage:
             a = out["adv_r"]
             out["adv_r"] = (a - a.mean()) / (a.std() + 1e-8)
@@ -105,12 +90,6 @@ class PPOLagrangian:
         return out
 
     # ------------------------------------------------------------------ update
-
-    def _minibatches(self, n: int, generator: torch.Generator) -> list[torch.Tensor]:
-        if self.cfg.minibatch_size is None or self.cfg.minibatch_size >= n:
-            return [torch.arange(n)]
-        perm = torch.randperm(n, generator=generator)
-        return list(perm.split(self.cfg.minibatch_size))
 
     def update(
         self,
@@ -132,7 +111,7 @@ class PPOLagrangian:
         passes = 0
         extra_sum = 0.0
         for _ in range(cfg.actor_passes):
-            for idx in self._minibatches(n, generator):
+            for idx in minibatches(n, cfg.minibatch_size, generator):
                 logp = self.actor.log_prob(data["obs"][idx], data["act"][idx])
                 log_ratio = logp - data["logp"][idx]
                 kl = float((-log_ratio).detach().mean())
@@ -156,7 +135,7 @@ class PPOLagrangian:
 
         critic_loss = 0.0
         for _ in range(cfg.critic_passes):
-            for idx in self._minibatches(n, generator):
+            for idx in minibatches(n, cfg.minibatch_size, generator):
                 obs = data["true_obs"][idx]
                 loss_v = ((self.v_reward(obs) - data["ret_r"][idx]) ** 2).mean() + (
                     (self.v_cost(obs) - data["ret_c"][idx]) ** 2

@@ -1,0 +1,107 @@
+"""What a learner offers the training loop.
+
+An on-policy learner (PPO-Lagrangian, FOCOPS) learns from whole epochs of experience. The loop
+(``robustsafe.train``) owns everything else: the ``Collector`` steps the envs (episodes go on
+across epochs), the robust-training hooks choose the rollout perturbation and SA's extra actor
+loss, the ``CriticTrainer`` fits the attackers' Q critics, and the run directory holds the
+files. Per epoch the loop calls exactly one method:
+
+    metrics = learner.update(rollout, mean_episode_cost, generator, extra_actor_loss)
+
+- ``rollout``: the epoch's ``Rollout`` (time x env arrays; ``obs`` is what the policy acted on,
+  ``true_obs`` the true state);
+- ``mean_episode_cost``: the mean undiscounted cost of the episodes that finished this epoch
+  (the constraint's J_c, compared with a per-episode cost limit), or None when none finished:
+  the learner then keeps its multiplier;
+- ``generator``: the run's torch generator, for minibatch shuffling (reproducible, resumable);
+- ``extra_actor_loss``: None, or a term added to the actor loss on every minibatch (SA's
+  smoothness regulariser): a function of (actor, flat minibatch indices).
+
+It returns the epoch's scalar metrics (metrics.csv / TensorBoard); ``multiplier`` is the
+current weight of the cost (the progress bar shows it). ``actor`` is the policy that acts, is
+attacked and is saved in the agent file; ``v_reward`` / ``v_cost`` are saved beside it.
+``state_dict`` / ``load_state_dict`` hold everything the learner needs to resume bit-identically
+(networks, optimisers, multiplier state); the loop saves it in ``state.pt``.
+
+Off-policy learners (SAC-Lagrangian, CVPO) will implement a second, step-wise protocol and a
+second loop, not this one: their loop steps the envs a few steps at a time through the same
+``Collector`` (``collect(actor, steps, ...)`` already continues episodes across calls), stores
+each transition in the learner's replay buffer (part of the learner's ``state_dict``, hence of
+the resumable state), and calls ``learner.update(batch) -> metrics`` per gradient step; an
+"epoch" there is a fixed number of env steps, so the run directory, checkpoints, metrics rows,
+progress bar and resume work as they do here. What the two loops share (the run directory and
+its files, the robust hooks, the Q critics of the attackers) lives outside both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+import torch
+
+from robustsafe.buffers import Rollout, gae
+from robustsafe.nets import GaussianActor, ValueCritic
+
+# An optional extra actor loss on a minibatch of flat indices (SA's regulariser).
+ExtraActorLoss = Callable[[GaussianActor, torch.Tensor], torch.Tensor]
+
+
+@runtime_checkable
+class OnPolicyLearner(Protocol):
+    """A learner that updates once per epoch from the epoch's rollout (see the module text)."""
+
+    actor: GaussianActor
+    v_reward: ValueCritic
+    v_cost: ValueCritic
+
+    @property
+    def multiplier(self) -> float:
+        """The current weight of the cost in the actor loss (lambda, nu)."""
+        ...
+
+    def update(
+        self,
+        ro: Rollout,
+        mean_episode_cost: float | None,
+        generator: torch.Generator,
+        extra_actor_loss: ExtraActorLoss | None = None,
+    ) -> dict[str, float]: ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, d: dict) -> None: ...
+
+
+@torch.no_grad()
+def rollout_advantages(
+    ro: Rollout, v_reward: ValueCritic, v_cost: ValueCritic, gamma: float, gae_lambda: float
+) -> dict[str, torch.Tensor]:
+    """The rollout flattened over (time, env), with GAE advantages and returns for reward and
+    cost (``buffers.gae``; the critics see the true states). Keys: obs (what the policy acted
+    on), true_obs, act, logp (of the policy that acted), adv_r, ret_r, adv_c, ret_c."""
+    T, N = ro.reward.shape
+    obs = torch.as_tensor(ro.true_obs).reshape(T * N, -1)
+    next_obs = torch.as_tensor(ro.next_obs).reshape(T * N, -1)
+    end = ro.terminated | ro.truncated
+    out: dict[str, torch.Tensor] = {
+        "obs": torch.as_tensor(ro.obs).reshape(T * N, -1),
+        "true_obs": obs,
+        "act": torch.as_tensor(ro.act).reshape(T * N, -1),
+        "logp": torch.as_tensor(ro.logp).reshape(T * N),
+    }
+    for key, critic, signal in (("r", v_reward, ro.reward), ("c", v_cost, ro.cost)):
+        v = critic(obs).reshape(T, N).double().numpy()
+        v_next = critic(next_obs).reshape(T, N).double().numpy()
+        adv, ret = gae(signal, v, v_next, ro.terminated, end, gamma, gae_lambda)
+        out[f"adv_{key}"] = torch.as_tensor(adv, dtype=torch.float32).reshape(T * N)
+        out[f"ret_{key}"] = torch.as_tensor(ret, dtype=torch.float32).reshape(T * N)
+    return out
+
+
+def minibatches(n: int, size: int | None, generator: torch.Generator) -> list[torch.Tensor]:
+    """Flat indices of one pass over ``n`` samples: the full batch when ``size`` is None (or at
+    least ``n``), else shuffled minibatches of ``size`` (the last one shorter)."""
+    if size is None or size >= n:
+        return [torch.arange(n)]
+    return list(torch.randperm(n, generator=generator).split(size))

@@ -1,0 +1,222 @@
+"""A run directory: its files, and the checks before a run starts or resumes in it.
+
+    config.yaml            the resolved settings
+    metrics.csv            one row per epoch
+    tb/                    TensorBoard logs
+    agent.pt               the latest agent (policy, V and Q critics, normaliser)
+    checkpoints/           agent snapshots every ``checkpoint_every`` epochs
+    state.pt               everything needed to resume: the learner (networks, optimisers,
+                           multiplier), the Q critics and their replay buffer, random-generator
+                           states, the collector's episodes, the epoch counter
+    status.json            epochs done, cheap to read (``run_status``)
+
+Every file is written atomically (``runstate``). The training loop is ``robustsafe.train``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from robustsafe.config import TrainConfig, from_dict, to_dict
+from robustsafe.runstate import LOCK_NAME, load_state
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def load_run_config(run_dir: Path) -> TrainConfig:
+    """The settings of a run directory; ValueError naming the file if it cannot be read."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
+    try:
+        return from_dict(TrainConfig, yaml.safe_load(path.read_text()))
+    except yaml.YAMLError as err:
+        where = getattr(err, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise ValueError(f"{path}: not valid YAML{line}") from None
+    except (ValueError, TypeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: {err}") from None
+
+
+def run_status(run_dir: Path) -> tuple[int, int] | None:
+    """(epochs done, epochs planned) of a run directory, or None if it holds no state."""
+    state = run_dir / "state.pt"
+    if not state.exists():
+        return None
+    cfg = load_run_config(run_dir)
+    status = run_dir / "status.json"
+    if status.exists():  # written right after state.pt: cheap to read
+        try:
+            data = json.loads(status.read_text())
+            if data.get("state_mtime_ns") == state.stat().st_mtime_ns:
+                return int(data["epoch"]), cfg.epochs
+        except (ValueError, TypeError, AttributeError):
+            pass  # damaged: read the state itself
+    return int(load_state(state)["epoch"]), cfg.epochs
+
+
+class MetricsCSV:
+    """metrics.csv: one row per epoch, appended and synced as each epoch ends."""
+
+    def __init__(self, path: Path, keep_through_epoch: int) -> None:
+        self.path = path
+        self.fields: list[str] | None = None
+        if path.exists():  # resuming: drop rows written after the last checkpoint
+            with path.open() as f:
+                rows = list(csv.DictReader(f))
+            rows = [r for r in rows if int(r["epoch"]) <= keep_through_epoch]
+            if rows:
+                self.fields = list(rows[0].keys())
+            tmp = path.with_name(f".{path.name}.tmp")
+            with tmp.open("w", newline="") as f:
+                if self.fields:
+                    w = csv.DictWriter(f, fieldnames=self.fields)
+                    w.writeheader()
+                    w.writerows(rows)
+            os.replace(tmp, path)
+
+    def append(self, row: dict[str, Any]) -> None:
+        new = self.fields is None
+        if new:
+            self.fields = list(row.keys())
+        with self.path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=self.fields, extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerow(row)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+# What a run writes in its directory (``force`` deletes these, and only these).
+RUN_FILES = (
+    "config.yaml",
+    "metrics.csv",
+    "agent.pt",
+    "state.pt",
+    "status.json",
+    "checkpoints",
+    "tb",
+    "eval.json",
+    "eval_sweep.csv",
+    "eval_sweep.png",
+)
+# What a run that died before its first epoch ended leaves (with the grid's log): restartable.
+_RESTARTABLE = {LOCK_NAME, "config.yaml", "tb", "train.log"}
+
+
+def check_resumable(out: Path) -> None:
+    if not (out / "state.pt").exists():
+        raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
+
+
+def check_fresh(out: Path, force: bool) -> None:
+    """Refuse to start a new run where it would replace anything, unless ``force``."""
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file, not a directory")
+    if force or not out.is_dir():
+        return
+    names = {p.name for p in out.iterdir() if not (p.name.startswith(".") and p.suffix == ".tmp")}
+    if (out / "state.pt").exists():
+        raise FileExistsError(
+            f"{out} already holds a run; pass --resume to continue it, --force to start it over, "
+            "or choose another --out"
+        )
+    if names <= _RESTARTABLE:
+        if "config.yaml" not in names:
+            return
+        try:  # a run that died in its first epoch: nothing to lose
+            load_run_config(out)
+            return
+        except ValueError:
+            pass
+    shown = ", ".join(sorted(names - {LOCK_NAME})[:5])
+    raise FileExistsError(
+        f"{out} is not empty ({shown}) and holds no resumable run; choose another --out, or "
+        "pass --force to delete the run files there (config.yaml, metrics.csv, agent.pt, "
+        "state.pt, checkpoints/, tb/, ...) and start a new run"
+    )
+
+
+def remove_run_files(out: Path) -> None:
+    for name in RUN_FILES:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
+def resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
+    """The saved settings with ``cfg``'s number of epochs; refuse any other difference."""
+    saved = load_run_config(out)
+    differ = config_differences(saved, replace(cfg, epochs=saved.epochs))
+    if differ:
+        raise ValueError(
+            f"cannot resume {out} with other settings than the saved ones: "
+            + "; ".join(differ)
+            + ". A resume continues the saved settings (only the number of epochs may change)"
+        )
+    status = run_status(out)
+    done = status[0] if status is not None else 0
+    if cfg.epochs < done:
+        raise ValueError(
+            f"cannot resume {out} for {cfg.epochs} epochs: it has already done {done}; "
+            f"give at least {done}"
+        )
+    check_metrics(out / "metrics.csv", done, force)
+    return replace(saved, epochs=cfg.epochs)
+
+
+def config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
+    """``key: saved -> new`` for every setting that differs (dotted keys)."""
+
+    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        items: dict[str, Any] = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                items.update(flat(v, f"{prefix}{k}."))
+            else:
+                items[f"{prefix}{k}"] = v
+        return items
+
+    a, b = flat(to_dict(saved)), flat(to_dict(new))
+    return [f"{k}: saved {a[k]!r}, asked {b.get(k)!r}" for k in a if a[k] != b.get(k)]
+
+
+def check_metrics(path: Path, done: int, force: bool) -> None:
+    """Refuse a resume that would silently lose or mangle the epoch history."""
+    if not path.exists():
+        if done > 0 and not force:
+            raise FileNotFoundError(
+                f"{path} is missing: resuming would lose the history of epochs 1-{done}. "
+                "Restore it, or pass --force to resume without it"
+            )
+        return
+    try:
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            int(row["epoch"])
+    except (KeyError, ValueError, TypeError, UnicodeDecodeError, csv.Error):
+        raise ValueError(
+            f"{path} is not a RobustSafe metrics file (it needs an integer 'epoch' column); "
+            "move it away to resume"
+        ) from None
+
+
+def train_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    with (Path(run_dir) / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))
