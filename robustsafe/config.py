@@ -165,6 +165,8 @@ class RobustConfig:
     schedule_start: int = 20
     schedule_length: int = 30
     attacked_fraction: float = 1.0
+    # Starts per state of the training attacker; None: the attacker's default (as evaluated).
+    attack_restarts: int | None = None
     sa_beta: float = 1.0
     sa_regularizer: str = "mse"
 
@@ -182,6 +184,8 @@ class RobustConfig:
             )
         if self.schedule_start < 0 or self.schedule_length < 1:
             raise ValueError("schedule_start must be >= 0 and schedule_length >= 1")
+        if self.attack_restarts is not None and self.attack_restarts < 1:
+            raise ValueError(f"attack_restarts must be >= 1 or None, got {self.attack_restarts}")
         if not 0.0 < self.attacked_fraction <= 1.0:
             raise ValueError(f"attacked_fraction must be in (0, 1], got {self.attacked_fraction}")
         if self.sa_regularizer not in SA_REGULARIZERS:

@@ -40,7 +40,10 @@ class RobustHooks:
         self.critics = critics
         self.generator = generator
         name = self.cfg.attacker_name
-        self.attacker = None if name is None else make_attacker(name)
+        restarts = (
+            {} if self.cfg.attack_restarts is None else {"restarts": self.cfg.attack_restarts}
+        )
+        self.attacker = None if name is None else make_attacker(name, **restarts)
         self.sa = self.cfg.mode.startswith("sa-")
 
     def epsilon(self, epoch: int) -> float:

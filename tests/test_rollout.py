@@ -184,3 +184,15 @@ def test_presets_cover_the_paper_tasks_and_episode_lengths():
 
 
 TOY = "RobustSafeToyCost-v0"
+
+
+def test_training_attacker_restarts_follow_the_setting(toy_env_id):
+    from robustsafe.config import RobustConfig, TrainConfig
+    from robustsafe.robust import RobustHooks
+
+    def hooks(**kw):
+        robust = RobustConfig(mode="adv-mc", **kw)
+        return RobustHooks(TrainConfig(env_id=toy_env_id, robust=robust), None, None, None)
+
+    assert hooks().attacker.config.restarts == 8  # the evaluated attacker's default
+    assert hooks(attack_restarts=1).attacker.config.restarts == 1
