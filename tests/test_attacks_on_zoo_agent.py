@@ -34,7 +34,7 @@ def test_mc_and_mr_beat_no_attack_and_random_noise(agent_and_states, name, criti
 
     def objective(observed: torch.Tensor) -> float:
         with torch.no_grad():
-            return float(q(obs, agent.actor.mean_action(observed)).mean())
+            return float(q(obs, agent.actor.deterministic_action(observed)).mean())
 
     gen = torch.Generator().manual_seed(0)
     attacked = make_attacker(name)(agent.actor, agent.critics, obs, 0.05, gen)

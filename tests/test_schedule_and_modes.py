@@ -62,7 +62,7 @@ def _objective_gain(hooks, obs: torch.Tensor, seen: torch.Tensor, w_c: float, w_
     with torch.no_grad():
 
         def f(o: torch.Tensor) -> torch.Tensor:
-            a = hooks.actor.mean_action(o)
+            a = hooks.actor.deterministic_action(o)
             return w_c * hooks.critics.q_cost(obs, a) + w_r * hooks.critics.q_reward(obs, a)
 
         return float((f(seen) - f(obs)).mean())

@@ -60,4 +60,4 @@ class PeakedCost(nn.Module):
         self.actor = actor
 
     def forward(self, obs: Tensor, act: Tensor) -> Tensor:
-        return -((act - self.actor.mean_action(obs).detach()) ** 2).sum(-1)
+        return -((act - self.actor.deterministic_action(obs).detach()) ** 2).sum(-1)
