@@ -104,8 +104,48 @@ class FOCOPSConfig:
             raise ValueError(f"minibatch_size must be >= 1 or None, got {self.minibatch_size}")
 
 
-# The on-policy learners of ``robustsafe train --algo``.
-ALGOS = ("ppol", "focops")
+@dataclass(frozen=True)
+class SACLagConfig:
+    """SAC-Lagrangian learner (paper appendix C, Table ``exp-sacl-append``;
+    ``robustsafe.learners.sac_lag``).
+
+    A FIXED entropy weight ``alpha`` (the appendix sweeps 0.1, 0.01, 0.001, 0.0001; it gives no
+    default: 0.001 here). The multiplier rises by projected gradient ascent, lambda <- max(0,
+    lambda + lambda_lr (Q_c - qc_threshold)), once per gradient step; ``cost_limit`` is per
+    episode and becomes a per-step Q_c threshold (``sac_lag.qc_threshold``). The loop collects
+    ``steps_per_collect`` steps of every env, then takes ``updates_per_step`` gradient steps per
+    collected transition (none before the replay holds ``update_after`` transitions). The
+    network is the one of ``ppo.hidden`` (every learner builds the same sizes).
+    """
+
+    alpha: float = 0.001
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    polyak: float = 0.995  # target <- polyak target + (1 - polyak) online
+    batch_size: int = 256
+    replay_size: int = 200_000
+    steps_per_collect: int = 10  # per env, between two rounds of gradient steps
+    updates_per_step: float = 0.2  # gradient steps per collected transition
+    update_after: int = 1_000  # transitions in the replay before the first gradient step
+    cost_limit: float = 5.0
+    lambda_init: float = 0.0
+    lambda_lr: float = 0.002
+
+    def __post_init__(self) -> None:
+        _positive(self, "actor_lr", "critic_lr", "batch_size", "replay_size")
+        _positive(self, "steps_per_collect", "updates_per_step")
+        if self.alpha < 0 or self.lambda_init < 0 or self.lambda_lr < 0 or self.update_after < 0:
+            raise ValueError("alpha, lambda_init, lambda_lr and update_after must be >= 0")
+        if not 0.0 <= self.gamma < 1.0:
+            raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
+        if not 0.0 <= self.polyak < 1.0:
+            raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
+
+
+# The learners of ``robustsafe train --algo``: on-policy (ppol, focops), off-policy (sac-lag).
+ALGOS = ("ppol", "focops", "sac-lag")
+OFF_POLICY_ALGOS = ("sac-lag",)
 
 
 def check_algo(algo: str) -> None:
@@ -223,6 +263,7 @@ class TrainConfig:
     ppo: PPOLagConfig = field(default_factory=PPOLagConfig)  # and the network of every learner
     pid: PIDConfig = field(default_factory=PIDConfig)
     focops: FOCOPSConfig = field(default_factory=FOCOPSConfig)
+    sac: SACLagConfig = field(default_factory=SACLagConfig)
     critics: CriticConfig = field(default_factory=CriticConfig)
     robust: RobustConfig = field(default_factory=RobustConfig)
 
@@ -241,6 +282,11 @@ class TrainConfig:
             raise ValueError(
                 f"deterministic_action must be one of {DETERMINISTIC_ACTIONS}, "
                 f"got {self.deterministic_action!r}"
+            )
+        if self.algo in OFF_POLICY_ALGOS and self.robust.mode.startswith("sa-"):
+            raise ValueError(
+                f"--algo {self.algo} trains in vanilla, random and adv-* modes only; SA's "
+                f"regulariser ({self.robust.mode}) is for the on-policy learners"
             )
         if self.steps_per_epoch % self.num_envs:
             raise ValueError(
@@ -400,7 +446,13 @@ def _fast_fallback(env_id: str, episode_steps: int | None) -> dict[str, Any]:
 PRESETS = ("paper", "fast")
 
 
-_GROUPS = ("ppo", "pid", "focops", "robust")
+# SAC-Lagrangian: the paper gives no schedule for it. Both presets take 10,000-step epochs
+# (20 envs x 500 steps) so that one SAC "epoch" is a few episodes: fast 40 epochs (400k steps,
+# FSRL's CarRun curves settle by 300k), paper 100 epochs (1M steps).
+_SAC_ALL: dict[str, Any] = dict(steps_per_epoch=10_000)
+_SAC_EPOCHS = {"paper": 100, "fast": 40}
+
+_GROUPS = ("ppo", "pid", "focops", "sac", "robust")
 
 
 def preset(
@@ -428,6 +480,8 @@ def preset(
         layers += [_FAST_ALL, task]
         if algo == "focops":
             layers.append(_FAST_FOCOPS)
+    if algo in OFF_POLICY_ALGOS:
+        layers.append({**_SAC_ALL, "epochs": _SAC_EPOCHS[name]})
     values: dict[str, Any] = {}
     groups: dict[str, dict[str, Any]] = {g: {} for g in _GROUPS}
     for layer in layers:
@@ -444,6 +498,7 @@ def preset(
         ppo=PPOLagConfig(**groups["ppo"]),
         pid=PIDConfig(**groups["pid"]),
         focops=FOCOPSConfig(**groups["focops"]),
+        sac=SACLagConfig(**groups["sac"]),
         robust=RobustConfig(**groups["robust"]),
         **values,
     )

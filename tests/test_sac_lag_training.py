@@ -1,0 +1,108 @@
+"""SAC-Lagrangian through the command line: the off-policy loop, robust modes, resume and the
+attacks on its own critics (tiny runs on the toy env)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from robustsafe.agent import load_agent
+from robustsafe.cli import main
+from robustsafe.nets import SquashedGaussianActor
+from robustsafe.runstate import load_state
+
+TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py; 20-step episodes
+TINY = [
+    "--preset",
+    "fast",
+    "--workers",
+    "0",
+    "--num-envs",
+    "2",
+    "--set",
+    "steps_per_epoch=40",
+    "--set",
+    "ppo.hidden=[8,8]",
+    "--set",
+    "sac.batch_size=16",
+    "--set",
+    "sac.steps_per_collect=5",  # 4 chunks per epoch
+    "--set",
+    "sac.updates_per_step=0.5",  # 5 gradient steps per chunk
+    "--set",
+    "sac.update_after=11",  # from the second chunk on
+    "--set",
+    "sac.lambda_init=0.5",
+    "--set",
+    "sac.lambda_lr=0.05",
+    "--no-progress",
+]
+ROBUST = ["--set", "robust.schedule_start=0", "--set", "robust.schedule_length=1"]
+
+
+def sac_train(out: Path, *extra: str) -> int:
+    return main(["train", "--algo", "sac-lag", "--env", TOY, "--out", str(out), *TINY, *extra])
+
+
+def _params(run: Path) -> torch.Tensor:
+    agent = load_agent(run)
+    nets = (agent.actor, agent.critics)
+    return torch.cat([p.flatten() for m in nets for p in m.state_dict().values()])
+
+
+def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
+    run = tmp_path / "run"
+    assert sac_train(run, "--epochs", "2") == 0
+    assert yaml.safe_load((run / "config.yaml").read_text())["algo"] == "sac-lag"
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    assert [r["env_steps"] for r in rows] == ["40", "80"]
+    # Epoch 1: no update after the first chunk (10 < 11 transitions), then 5 per chunk.
+    assert [float(r["gradient_steps"]) for r in rows] == [15.0, 20.0]
+    assert "loss_q" in rows[0] and "loss_q_reward" not in rows[0]  # no attacker critics
+    assert float(rows[1]["lambda"]) < 0.5  # the toy's Q_c is far below its threshold
+    state = load_state(run / "state.pt")
+    assert state["learner"]["replay"]["size"] == 80 and state["critic_trainer"] is None
+    agent = load_agent(run)
+    assert isinstance(agent.actor, SquashedGaussianActor)
+    # The agent's critics are the learner's own (trained) critics.
+    saved = state["learner"]["critics"]["q_cost.heads.0.0.weight"]
+    assert torch.equal(agent.critics.q_cost.heads[0][0].weight, saved)
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "--run", str(run), "--episodes", "2", "--workers", "0", "--num-envs", "2"]
+    assert main([*args, "--attacks", "none,mc,mr", "--out", str(out), "--no-progress"]) == 0
+    data = json.loads(out.read_text())
+    assert data["train_algo"] == "sac-lag"
+    assert [r["attack"] for r in data["results"]] == ["none", "mc", "mr"]
+
+
+def test_sac_alpha_is_set_from_the_command_line(tmp_path):
+    run = tmp_path / "run"
+    assert sac_train(run, "--epochs", "1", "--set", "sac.alpha=0.01") == 0
+    assert load_agent(run).config.sac.alpha == 0.01
+
+
+@pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])
+def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
+    robust = ROBUST if mode != "vanilla" else []
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    assert sac_train(full, "--epochs", "3", "--mode", mode, *robust) == 0
+    assert sac_train(cut, "--epochs", "2", "--mode", mode, *robust) == 0
+    assert main(["train", "--resume", "--out", str(cut), "--epochs", "3", "--no-progress"]) == 0
+    assert torch.equal(_params(full), _params(cut))
+    a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
+    assert a["lam"] == b["lam"] != 0.5
+    for key in ("obs", "act", "reward"):
+        assert (a["replay"][key] == b["replay"][key]).all()
+    if mode != "vanilla":
+        row = list(csv.DictReader((full / "metrics.csv").open()))[-1]
+        assert float(row["epsilon"]) > 0 and float(row["time_attack"]) > 0
+
+
+def test_sa_modes_are_refused_for_sac_lag(tmp_path, capsys):
+    assert sac_train(tmp_path / "x", "--mode", "sa-mr") == 2
+    assert "SA's regulariser (sa-mr) is for the on-policy learners" in capsys.readouterr().err
