@@ -101,6 +101,11 @@ def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
     if mode != "vanilla":
         row = list(csv.DictReader((full / "metrics.csv").open()))[-1]
         assert float(row["epsilon"]) > 0 and float(row["time_attack"]) > 0
+        # The replay holds the true observations, not the attacked ones the policy acted on:
+        # within an episode (20 steps, 2 envs interleaved) s_{t+1} is the stored s'_t.
+        obs, next_obs = a["replay"]["obs"], a["replay"]["next_obs"]
+        going_on = [i for i in range(len(obs) - 2) if (i // 2 + 1) % 20]
+        assert (obs[[i + 2 for i in going_on]] == next_obs[going_on]).all()
 
 
 def test_sa_modes_are_refused_for_sac_lag(tmp_path, capsys):
