@@ -153,6 +153,25 @@ def check_algo(algo: str) -> None:
         raise ValueError(f"unknown learner (--algo) {algo!r}; accepted: {', '.join(ALGOS)}")
 
 
+def split_algo(entry: str) -> tuple[str, tuple[str, ...]]:
+    """A learner of the grid and the table: a name of ``ALGOS``, or ``sac-lag:ALPHA``, SAC-Lag
+    with entropy weight ALPHA (the appendix's sweep), i.e. ``--algo sac-lag --set
+    sac.alpha=ALPHA``. Returns the ``--algo`` and the ``--set`` items; raises ValueError."""
+    algo, sep, alpha = entry.partition(":")
+    if not sep:
+        check_algo(algo)
+        return algo, ()
+    if algo != "sac-lag":
+        raise ValueError(f"learner {entry!r}: only sac-lag takes a variant (sac-lag:ALPHA)")
+    try:
+        value = float(alpha)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"learner {entry!r}: ALPHA must be a number >= 0")
+    return algo, (f"sac.alpha={alpha}",)
+
+
 # The largest sane attack budget, in observation units (or normaliser stds).
 MAX_EPSILON = 1.0
 

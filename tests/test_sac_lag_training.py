@@ -13,6 +13,8 @@ import yaml
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
+from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
+from robustsafe.experiments.table import collect_table
 from robustsafe.nets import SquashedGaussianActor
 from robustsafe.runstate import load_state
 
@@ -76,7 +78,7 @@ def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
     args = ["evaluate", "--run", str(run), "--episodes", "2", "--workers", "0", "--num-envs", "2"]
     assert main([*args, "--attacks", "none,mc,mr", "--out", str(out), "--no-progress"]) == 0
     data = json.loads(out.read_text())
-    assert data["train_algo"] == "sac-lag"
+    assert data["train_algo"] == "sac-lag" and data["train_alpha"] == 0.001
     assert [r["attack"] for r in data["results"]] == ["none", "mc", "mr"]
 
 
@@ -111,3 +113,39 @@ def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
 def test_sa_modes_are_refused_for_sac_lag(tmp_path, capsys):
     assert sac_train(tmp_path / "x", "--mode", "sa-mr") == 2
     assert "SA's regulariser (sa-mr) is for the on-policy learners" in capsys.readouterr().err
+
+
+def test_grid_runs_sac_lag_per_alpha(tmp_path):
+    spec = GridSpec(envs=(TOY,), algos="sac-lag:0.1,sac-lag:0.001", out=tmp_path)
+    plan = plan_run(spec, TOY, "vanilla", 0, "sac-lag:0.1")
+    assert plan.run_dir == tmp_path / TOY / "sac-lag0.1-vanilla" / "seed0"
+    cmd = train_command(spec, plan)
+    assert cmd[cmd.index("--algo") + 1 : cmd.index("--algo") + 4] == [
+        "sac-lag",
+        "--set",
+        "sac.alpha=0.1",
+    ]
+    assert resolve_train_config(spec, TOY, "vanilla", 0, "sac-lag:0.001").sac.alpha == 0.001
+    for bad in ("focops:0.1", "sac-lag:x", "sac-lag:-1"):
+        with pytest.raises(ValueError, match="learner"):
+            GridSpec(envs=(TOY,), algos=bad, out=tmp_path)
+
+
+def _eval_file(root: Path, alpha: float, mode: str, reward: float, cost: float) -> None:
+    path = root / "SafetyCarRun-v0" / f"sac-lag{alpha}-{mode}" / "seed0" / "eval.json"
+    path.parent.mkdir(parents=True)
+    results = [
+        {"attack": a, "epsilon": 0.05, "episodes": [{"reward": reward, "cost": cost}] * 2}
+        for a in ("none", "mc", "mr")
+    ]
+    payload = {"env_id": "SafetyCarRun-v0", "train_mode": mode, "train_seed": 0}
+    payload |= {"train_algo": "sac-lag", "train_alpha": alpha, "results": results}
+    path.write_text(json.dumps(payload))
+
+
+def test_table_has_a_row_per_sac_lag_alpha(tmp_path):
+    _eval_file(tmp_path, 0.001, "vanilla", 500.0, 1.0)
+    _eval_file(tmp_path, 0.1, "vanilla", 520.0, 0.5)
+    _eval_file(tmp_path, 0.1, "adv-mc", 480.0, 0.2)
+    labels = [r.label for r in collect_table(tmp_path).rows]
+    assert labels == ["SAC-Lag(alpha=0.1)", "SAC-Lag(alpha=0.1)(MC)", "SAC-Lag(alpha=0.001)"]
