@@ -125,7 +125,7 @@ def test_grid_runs_sac_lag_per_alpha(tmp_path):
         "--set",
         "sac.alpha=0.1",
     ]
-    assert resolve_train_config(spec, TOY, "vanilla", 0, "sac-lag:0.001").sac.alpha == 0.001
+    assert resolve_train_config(spec, TOY, "vanilla", 0, "sac-lag:0.1").sac.alpha == 0.1
     for bad in ("focops:0.1", "sac-lag:x", "sac-lag:-1"):
         with pytest.raises(ValueError, match="learner"):
             GridSpec(envs=(TOY,), algos=bad, out=tmp_path)
