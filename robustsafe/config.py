@@ -467,7 +467,8 @@ PRESETS = ("paper", "fast")
 
 # SAC-Lagrangian: the paper gives no schedule for it. Both presets take 10,000-step epochs
 # (20 envs x 500 steps) so that one SAC "epoch" is a few episodes: fast 40 epochs (400k steps,
-# FSRL's CarRun curves settle by 300k), paper 100 epochs (1M steps).
+# FSRL's CarRun curves settle by 300k), paper 100 epochs (1M steps). The attack schedule's start
+# and length keep the task preset's fractions of the run (fast CarRun: 30 / 45 of 150 -> 8 / 12).
 _SAC_ALL: dict[str, Any] = dict(steps_per_epoch=10_000)
 _SAC_EPOCHS = {"paper": 100, "fast": 40}
 
@@ -481,10 +482,12 @@ def preset(
     ``mode``, with top-level overrides.
 
     Every learner takes the task's epochs, steps per epoch, network and attack schedule; the
-    learner's own settings (``ppo`` / ``pid`` for PPO-Lagrangian, ``focops`` for FOCOPS) come
-    from its group (FOCOPS: its paper's values under ``paper``, smaller minibatches under
-    ``fast``). Tasks without a preset of their own (other Bullet-Safety-Gym ids, custom envs)
-    take the CarRun values of ``paper`` and, under ``fast``, one episode per env per epoch.
+    learner's own settings (``ppo`` / ``pid`` for PPO-Lagrangian, ``focops`` for FOCOPS,
+    ``sac`` for SAC-Lagrangian) come from its group (FOCOPS: its paper's values under ``paper``,
+    smaller minibatches under ``fast``). SAC-Lagrangian takes its own epochs (``_SAC_EPOCHS``)
+    and the task's attack schedule scaled to them. Tasks without a preset of their own (other
+    Bullet-Safety-Gym ids, custom envs) take the CarRun values of ``paper`` and, under ``fast``,
+    one episode per env per epoch.
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; accepted: {', '.join(PRESETS)}")
@@ -499,8 +502,6 @@ def preset(
         layers += [_FAST_ALL, task]
         if algo == "focops":
             layers.append(_FAST_FOCOPS)
-    if algo in OFF_POLICY_ALGOS:
-        layers.append({**_SAC_ALL, "epochs": _SAC_EPOCHS[name]})
     values: dict[str, Any] = {}
     groups: dict[str, dict[str, Any]] = {g: {} for g in _GROUPS}
     for layer in layers:
@@ -510,6 +511,12 @@ def preset(
             else:
                 values[key] = value
     groups["robust"]["mode"] = mode
+    if algo in OFF_POLICY_ALGOS:  # SAC's epochs; the task's schedule at the same fractions
+        ratio = _SAC_EPOCHS[name] / values.get("epochs", 100)
+        r = groups["robust"]
+        r["schedule_start"] = round(r.get("schedule_start", 20) * ratio)
+        r["schedule_length"] = max(1, round(r.get("schedule_length", 30) * ratio))
+        values.update(_SAC_ALL, epochs=_SAC_EPOCHS[name])
     cfg = TrainConfig(
         env_id=env_id,
         algo=algo,

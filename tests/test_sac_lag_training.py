@@ -13,10 +13,12 @@ import yaml
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
+from robustsafe.config import preset
 from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
 from robustsafe.experiments.table import collect_table
 from robustsafe.nets import SquashedGaussianActor
 from robustsafe.runstate import load_state
+from robustsafe.schedule import epsilon_at
 
 TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py; 20-step episodes
 TINY = [
@@ -149,3 +151,15 @@ def test_table_has_a_row_per_sac_lag_alpha(tmp_path):
     _eval_file(tmp_path, 0.1, "adv-mc", 480.0, 0.2)
     labels = [r.label for r in collect_table(tmp_path).rows]
     assert labels == ["SAC-Lag(alpha=0.1)", "SAC-Lag(alpha=0.1)(MC)", "SAC-Lag(alpha=0.001)"]
+
+
+@pytest.mark.parametrize("env_id", ["SafetyCarRun-v0", "SafetyCarCircle-v0"])
+def test_sac_presets_scale_the_attack_schedule_to_their_epochs(env_id):
+    ppol = preset(env_id, "fast")
+    sac = preset(env_id, "fast", algo="sac-lag")
+    assert (sac.epochs, sac.steps_per_epoch) == (40, 10_000)
+    r, q = sac.robust, ppol.robust
+    assert r.schedule_start / sac.epochs == pytest.approx(q.schedule_start / ppol.epochs, abs=0.02)
+    final = epsilon_at(sac.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+    assert final >= 0.9 * r.epsilon  # the full budget is reached, as PPOL's schedule does
+    assert preset(env_id, "paper", algo="sac-lag").epochs == 100
