@@ -12,7 +12,7 @@ from typing import Any
 
 from robustsafe.config import TrainConfig, from_dict, to_dict
 from robustsafe.critics import QCritics
-from robustsafe.nets import GaussianActor, ObsNormalizer, ValueCritic
+from robustsafe.nets import GaussianActor, ObsNormalizer, SquashedGaussianActor, ValueCritic
 from robustsafe.runstate import (
     first_line,
     load_error_reason,
@@ -41,7 +41,7 @@ class Agent:
 
     @property
     def act_dim(self) -> int:
-        return int(self.actor.log_std.shape[0])
+        return int(self.actor.act_low.shape[0])
 
     def eval(self) -> Agent:
         for m in (self.actor, self.v_reward, self.v_cost, self.critics):
@@ -55,16 +55,20 @@ def build_networks(
     """Fresh networks of the shapes ``cfg`` asks for."""
     norm = ObsNormalizer(obs_dim) if cfg.obs_normalization else None
     h = cfg.ppo.hidden
-    actor = GaussianActor(
-        obs_dim,
-        act_dim,
-        h,
-        act_low,
-        act_high,
-        cfg.ppo.init_log_std,
-        norm,
-        cfg.deterministic_action,
-    )
+    actor: GaussianActor | SquashedGaussianActor
+    if cfg.algo == "sac-lag":  # SAC's tanh-squashed actor with a state-dependent std
+        actor = SquashedGaussianActor(obs_dim, act_dim, h, act_low, act_high, norm)
+    else:
+        actor = GaussianActor(
+            obs_dim,
+            act_dim,
+            h,
+            act_low,
+            act_high,
+            cfg.ppo.init_log_std,
+            norm,
+            cfg.deterministic_action,
+        )
     return (
         actor,
         ValueCritic(obs_dim, h, norm),
@@ -94,7 +98,7 @@ def save_agent(
             "version": AGENT_VERSION,
             "config": to_dict(cfg),
             "obs_dim": int(actor.net[0].in_features),
-            "act_dim": int(actor.log_std.shape[0]),
+            "act_dim": int(actor.act_low.shape[0]),
             "act_low": float(actor.act_low[0]),
             "act_high": float(actor.act_high[0]),
             "epoch": epoch,

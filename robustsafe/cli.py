@@ -228,6 +228,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "env_id": env_id,
         "agent_epoch": agent.epoch,
         "train_algo": agent.config.algo,
+        "train_alpha": agent.config.sac.alpha if agent.config.algo == "sac-lag" else None,
         "train_mode": agent.config.robust.mode,
         "train_seed": agent.config.seed,
         "train_preset": agent.config.preset,
@@ -526,6 +527,7 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
         "env_id": agent.config.env_id,
         "agent_epoch": agent.epoch,
         "train_algo": agent.config.algo,
+        "train_alpha": agent.config.sac.alpha if agent.config.algo == "sac-lag" else None,
         "train_mode": agent.config.robust.mode,
         "train_seed": agent.config.seed,
         "train_preset": agent.config.preset,
@@ -669,7 +671,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--envs", required=True, help="comma-separated env ids")
     g.add_argument("--modes", default="vanilla", help="comma-separated training modes")
-    g.add_argument("--algos", default="ppol", help="comma-separated learners: ppol, focops")
+    g.add_argument(
+        "--algos",
+        default="ppol",
+        help="comma-separated learners: ppol, focops, sac-lag, sac-lag:ALPHA (entropy weight)",
+    )
     g.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
     g.add_argument("--preset", default="paper", choices=PRESETS)
     g.add_argument("--out", default="runs/grid", help="root of the run directories")

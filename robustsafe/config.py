@@ -104,13 +104,72 @@ class FOCOPSConfig:
             raise ValueError(f"minibatch_size must be >= 1 or None, got {self.minibatch_size}")
 
 
-# The on-policy learners of ``robustsafe train --algo``.
-ALGOS = ("ppol", "focops")
+@dataclass(frozen=True)
+class SACLagConfig:
+    """SAC-Lagrangian learner (paper appendix C, Table ``exp-sacl-append``;
+    ``robustsafe.learners.sac_lag``).
+
+    A FIXED entropy weight ``alpha`` (the appendix sweeps 0.1, 0.01, 0.001, 0.0001; it gives no
+    default: 0.001 here). The multiplier rises by projected gradient ascent, lambda <- max(0,
+    lambda + lambda_lr (Q_c - qc_threshold)), once per gradient step; ``cost_limit`` is per
+    episode and becomes a per-step Q_c threshold (``sac_lag.qc_threshold``). The loop collects
+    ``steps_per_collect`` steps of every env, then takes ``updates_per_step`` gradient steps per
+    collected transition (none before the replay holds ``update_after`` transitions). The
+    network is the one of ``ppo.hidden`` (every learner builds the same sizes).
+    """
+
+    alpha: float = 0.001
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    polyak: float = 0.995  # target <- polyak target + (1 - polyak) online
+    batch_size: int = 256
+    replay_size: int = 200_000
+    steps_per_collect: int = 10  # per env, between two rounds of gradient steps
+    updates_per_step: float = 0.2  # gradient steps per collected transition
+    update_after: int = 1_000  # transitions in the replay before the first gradient step
+    cost_limit: float = 5.0
+    lambda_init: float = 0.0
+    lambda_lr: float = 0.002
+
+    def __post_init__(self) -> None:
+        _positive(self, "actor_lr", "critic_lr", "batch_size", "replay_size")
+        _positive(self, "steps_per_collect", "updates_per_step")
+        if self.alpha < 0 or self.lambda_init < 0 or self.lambda_lr < 0 or self.update_after < 0:
+            raise ValueError("alpha, lambda_init, lambda_lr and update_after must be >= 0")
+        if not 0.0 <= self.gamma < 1.0:
+            raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
+        if not 0.0 <= self.polyak < 1.0:
+            raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
+
+
+# The learners of ``robustsafe train --algo``: on-policy (ppol, focops), off-policy (sac-lag).
+ALGOS = ("ppol", "focops", "sac-lag")
+OFF_POLICY_ALGOS = ("sac-lag",)
 
 
 def check_algo(algo: str) -> None:
     if algo not in ALGOS:
         raise ValueError(f"unknown learner (--algo) {algo!r}; accepted: {', '.join(ALGOS)}")
+
+
+def split_algo(entry: str) -> tuple[str, tuple[str, ...]]:
+    """A learner of the grid and the table: a name of ``ALGOS``, or ``sac-lag:ALPHA``, SAC-Lag
+    with entropy weight ALPHA (the appendix's sweep), i.e. ``--algo sac-lag --set
+    sac.alpha=ALPHA``. Returns the ``--algo`` and the ``--set`` items; raises ValueError."""
+    algo, sep, alpha = entry.partition(":")
+    if not sep:
+        check_algo(algo)
+        return algo, ()
+    if algo != "sac-lag":
+        raise ValueError(f"learner {entry!r}: only sac-lag takes a variant (sac-lag:ALPHA)")
+    try:
+        value = float(alpha)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"learner {entry!r}: ALPHA must be a number >= 0")
+    return algo, (f"sac.alpha={alpha}",)
 
 
 # The largest sane attack budget, in observation units (or normaliser stds).
@@ -223,6 +282,7 @@ class TrainConfig:
     ppo: PPOLagConfig = field(default_factory=PPOLagConfig)  # and the network of every learner
     pid: PIDConfig = field(default_factory=PIDConfig)
     focops: FOCOPSConfig = field(default_factory=FOCOPSConfig)
+    sac: SACLagConfig = field(default_factory=SACLagConfig)
     critics: CriticConfig = field(default_factory=CriticConfig)
     robust: RobustConfig = field(default_factory=RobustConfig)
 
@@ -241,6 +301,11 @@ class TrainConfig:
             raise ValueError(
                 f"deterministic_action must be one of {DETERMINISTIC_ACTIONS}, "
                 f"got {self.deterministic_action!r}"
+            )
+        if self.algo in OFF_POLICY_ALGOS and self.robust.mode.startswith("sa-"):
+            raise ValueError(
+                f"--algo {self.algo} trains in vanilla, random and adv-* modes only; SA's "
+                f"regulariser ({self.robust.mode}) is for the on-policy learners"
             )
         if self.steps_per_epoch % self.num_envs:
             raise ValueError(
@@ -402,7 +467,14 @@ def _fast_fallback(env_id: str, episode_steps: int | None) -> dict[str, Any]:
 PRESETS = ("paper", "fast")
 
 
-_GROUPS = ("ppo", "pid", "focops", "robust")
+# SAC-Lagrangian: the paper gives no schedule for it. Both presets take 10,000-step epochs
+# (20 envs x 500 steps) so that one SAC "epoch" is a few episodes: fast 40 epochs (400k steps,
+# FSRL's CarRun curves settle by 300k), paper 100 epochs (1M steps). The attack schedule's start
+# and length keep the task preset's fractions of the run (fast CarRun: 30 / 45 of 150 -> 8 / 12).
+_SAC_ALL: dict[str, Any] = dict(steps_per_epoch=10_000)
+_SAC_EPOCHS = {"paper": 100, "fast": 40}
+
+_GROUPS = ("ppo", "pid", "focops", "sac", "robust")
 
 
 def preset(
@@ -412,10 +484,12 @@ def preset(
     ``mode``, with top-level overrides.
 
     Every learner takes the task's epochs, steps per epoch, network and attack schedule; the
-    learner's own settings (``ppo`` / ``pid`` for PPO-Lagrangian, ``focops`` for FOCOPS) come
-    from its group (FOCOPS: its paper's values under ``paper``, smaller minibatches under
-    ``fast``). Tasks without a preset of their own (other Bullet-Safety-Gym ids, custom envs)
-    take the CarRun values of ``paper`` and, under ``fast``, one episode per env per epoch.
+    learner's own settings (``ppo`` / ``pid`` for PPO-Lagrangian, ``focops`` for FOCOPS,
+    ``sac`` for SAC-Lagrangian) come from its group (FOCOPS: its paper's values under ``paper``,
+    smaller minibatches under ``fast``). SAC-Lagrangian takes its own epochs (``_SAC_EPOCHS``)
+    and the task's attack schedule scaled to them. Tasks without a preset of their own (other
+    Bullet-Safety-Gym ids, custom envs) take the CarRun values of ``paper`` and, under ``fast``,
+    one episode per env per epoch.
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; accepted: {', '.join(PRESETS)}")
@@ -439,6 +513,12 @@ def preset(
             else:
                 values[key] = value
     groups["robust"]["mode"] = mode
+    if algo in OFF_POLICY_ALGOS:  # SAC's epochs; the task's schedule at the same fractions
+        ratio = _SAC_EPOCHS[name] / values.get("epochs", 100)
+        r = groups["robust"]
+        r["schedule_start"] = round(r.get("schedule_start", 20) * ratio)
+        r["schedule_length"] = max(1, round(r.get("schedule_length", 30) * ratio))
+        values.update(_SAC_ALL, epochs=_SAC_EPOCHS[name])
     cfg = TrainConfig(
         env_id=env_id,
         algo=algo,
@@ -446,6 +526,7 @@ def preset(
         ppo=PPOLagConfig(**groups["ppo"]),
         pid=PIDConfig(**groups["pid"]),
         focops=FOCOPSConfig(**groups["focops"]),
+        sac=SACLagConfig(**groups["sac"]),
         robust=RobustConfig(**groups["robust"]),
         **values,
     )

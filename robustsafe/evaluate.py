@@ -81,7 +81,7 @@ def check_compatible(agent: Agent, vec: VectorEnv) -> None:
 
 def float64_agent(agent: Agent) -> Agent:
     """A copy of ``agent`` whose networks compute in float64 (``agent`` itself if they do)."""
-    if agent.actor.log_std.dtype == torch.float64:
+    if agent.actor.act_low.dtype == torch.float64:
         return agent
     agent = copy.deepcopy(agent)  # one copy keeps the normaliser shared between networks
     for module in (agent.actor, agent.v_reward, agent.v_cost, agent.critics):

@@ -1,4 +1,5 @@
-"""Networks: the Gaussian actor, the value critics V_r / V_c and the attackers' Q critics.
+"""Networks: the Gaussian actors (PPO's and SAC's squashed one), the value critics V_r / V_c
+and the attackers' Q critics.
 
 All modules take and return batched float32 tensors: observations are ``(batch, obs_dim)``,
 actions ``(batch, act_dim)``; values are ``(batch,)``.
@@ -6,6 +7,7 @@ actions ``(batch, act_dim)``; values are ``(batch,)``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -147,6 +149,90 @@ class GaussianActor(nn.Module):
     def log_prob(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
         """log pi(a|s), summed over action dimensions: shape ``(batch,)``."""
         return self.distribution(obs).log_prob(act).sum(-1)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.deterministic_action(obs)
+
+
+def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
+    """log(1 - tanh(u)^2) per element, in the stable form 2 (log 2 - u - softplus(-2u)).
+
+    The change of variables a = tanh(u) gives log pi(a|s) = log N(u; mu, sigma) - sum_i
+    log(1 - tanh(u_i)^2) (Haarnoja et al. 2018, SAC, appendix C).
+    """
+    return 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))
+
+
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+
+class SquashedGaussianActor(nn.Module):
+    """SAC's policy: a Gaussian with a state-dependent std, squashed by tanh into the box.
+
+    a = low + (high - low) (tanh(u) + 1) / 2, u ~ N(mu(s), sigma(s)^2); one MLP gives mu and
+    log sigma (clamped to [-20, 2]). The deterministic action (evaluation, attackers) is the
+    squashed mean, ``low + (high - low) (tanh(mu) + 1) / 2``; ``distribution`` is the
+    pre-tanh Gaussian N(mu, sigma), the one MAD's KL is computed on (the KL of two squashed
+    Gaussians equals that of their pre-tanh Gaussians, tanh being a bijection).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden: Sequence[int] = (128, 128),
+        act_low: float = -1.0,
+        act_high: float = 1.0,
+        obs_normalizer: ObsNormalizer | None = None,
+    ) -> None:
+        super().__init__()
+        self.obs_normalizer = obs_normalizer
+        self.net = mlp(obs_dim, hidden, 2 * act_dim)
+        self.register_buffer("act_low", torch.full((act_dim,), float(act_low)))
+        self.register_buffer("act_high", torch.full((act_dim,), float(act_high)))
+
+    def gaussian(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mu, log sigma) of the pre-tanh Gaussian."""
+        mu, log_std = self.net(_prepare(self.obs_normalizer, obs)).chunk(2, dim=-1)
+        return mu, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+
+    def _squash(self, u: torch.Tensor) -> torch.Tensor:
+        return self.act_low + (self.act_high - self.act_low) * (torch.tanh(u) + 1.0) / 2.0
+
+    def _log_prob_u(self, u: torch.Tensor, mu: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+        """log pi(squash(u)|s), summed over action dimensions (the box scaling included)."""
+        gauss = Normal(mu, log_std.exp()).log_prob(u)
+        scale = torch.log((self.act_high - self.act_low) / 2.0)
+        return (gauss - tanh_log_det(u) - scale).sum(-1)
+
+    def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """The squashed mean, differentiable with respect to ``obs``."""
+        return self._squash(self.gaussian(obs)[0])
+
+    def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.mean_action(obs)
+
+    def distribution(self, obs: torch.Tensor) -> Normal:
+        """The pre-tanh Gaussian N(mu(s), sigma(s)^2) (for MAD's KL)."""
+        mu, log_std = self.gaussian(obs)
+        return Normal(mu, log_std.exp())
+
+    def sample(
+        self, obs: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterised action (differentiable in the parameters) and its log-probability,
+        the noise drawn from ``generator`` (reproducible)."""
+        mu, log_std = self.gaussian(obs)
+        noise = torch.randn(mu.shape, generator=generator, dtype=mu.dtype)
+        u = mu + log_std.exp() * noise
+        return self._squash(u), self._log_prob_u(u, mu, log_std)
+
+    def log_prob(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """log pi(a|s) of actions inside the box (clamped off its edges), shape ``(batch,)``."""
+        mu, log_std = self.gaussian(obs)
+        y = 2.0 * (act - self.act_low) / (self.act_high - self.act_low) - 1.0
+        u = torch.atanh(y.clamp(-1.0 + 1e-6, 1.0 - 1e-6))
+        return self._log_prob_u(u, mu, log_std)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.deterministic_action(obs)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
 
 from robustsafe.buffers import Rollout
 from robustsafe.envs import Episode, VectorEnv
-from robustsafe.nets import GaussianActor
+from robustsafe.nets import GaussianActor, SquashedGaussianActor
 
 # nu: a batch of true observations -> the observations the agent sees.
 Perturbation = Callable[[torch.Tensor], torch.Tensor]
@@ -42,10 +42,25 @@ class CollectResult:
     timing: Timing = field(default_factory=Timing)
 
 
+def join_results(parts: list[CollectResult]) -> CollectResult:
+    """Consecutive ``collect`` results as one (rollouts joined along time, timings summed)."""
+    if len(parts) == 1:
+        return parts[0]
+    names = [f.name for f in fields(Rollout)]
+    rollout = Rollout(**{k: np.concatenate([getattr(p.rollout, k) for p in parts]) for k in names})
+    timing = Timing()
+    for p in parts:
+        timing.add(p.timing)
+    return CollectResult(rollout, [e for p in parts for e in p.episodes], timing)
+
+
 def sample_actions(
     actor: GaussianActor, obs: torch.Tensor, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gaussian actions drawn with ``generator`` (reproducible) and their log-probabilities."""
+    """Gaussian actions drawn with ``generator`` (reproducible) and their log-probabilities
+    (SAC's squashed actor draws its own: ``SquashedGaussianActor.sample``)."""
+    if isinstance(actor, SquashedGaussianActor):
+        return actor.sample(obs, generator)
     mean = actor.mean_action(obs)
     std = actor.log_std.exp()
     noise = torch.randn(mean.shape, generator=generator)

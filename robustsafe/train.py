@@ -26,12 +26,12 @@ import torch
 import yaml
 
 from robustsafe.agent import build_networks, save_agent
-from robustsafe.config import TrainConfig, to_dict
+from robustsafe.config import OFF_POLICY_ALGOS, TrainConfig, to_dict
 from robustsafe.critics import CriticTrainer, QCritics
 from robustsafe.envs import BULLET_IDS, VectorEnv
-from robustsafe.learners import OnPolicyLearner, make_learner
+from robustsafe.learners import OffPolicyLearner, OnPolicyLearner, make_learner
 from robustsafe.robust import RobustHooks, gaussian_kl
-from robustsafe.rollout import Collector
+from robustsafe.rollout import Collector, CollectResult, Perturbation, join_results
 from robustsafe.rundir import (
     RUN_FILES,
     MetricsCSV,
@@ -58,7 +58,7 @@ __all__ = ["RUN_FILES", "gaussian_kl", "load_run_config", "run_status", "train",
 _RobustHooks = RobustHooks  # its name before the hooks had a module of their own
 
 # The progress bar's name for each learner's cost multiplier.
-_MULTIPLIER_NAMES = {"ppol": "lam", "focops": "nu"}
+_MULTIPLIER_NAMES = {"ppol": "lam", "focops": "nu", "sac-lag": "lam"}
 
 
 def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
@@ -141,9 +141,9 @@ def train(
 class _Resumable:
     """What ``state.pt`` holds besides the counters: everything that changes during a run."""
 
-    learner: OnPolicyLearner
+    learner: OnPolicyLearner | OffPolicyLearner
     critics: QCritics
-    critic_trainer: CriticTrainer
+    critic_trainer: CriticTrainer | None  # None for off-policy learners (their own critics)
     collector: Collector
     generator: torch.Generator
     np_rng: np.random.Generator
@@ -155,7 +155,9 @@ class _Resumable:
             "elapsed": elapsed,
             "learner": self.learner.state_dict(),
             "critics": self.critics.state_dict(),
-            "critic_trainer": self.critic_trainer.state_dict(),
+            "critic_trainer": (
+                None if self.critic_trainer is None else self.critic_trainer.state_dict()
+            ),
             "torch_rng": torch.get_rng_state(),
             "generator": self.generator.get_state(),
             "np_rng": self.np_rng.bit_generator.state,
@@ -168,7 +170,8 @@ class _Resumable:
         try:  # a state from another run (other sizes) or with missing parts
             self.learner.load_state_dict(state["learner"])
             self.critics.load_state_dict(state["critics"])
-            self.critic_trainer.load_state_dict(state["critic_trainer"])
+            if self.critic_trainer is not None:
+                self.critic_trainer.load_state_dict(state["critic_trainer"])
             torch.set_rng_state(state["torch_rng"])
             self.generator.set_state(state["generator"])
             self.np_rng.bit_generator.state = state["np_rng"]
@@ -206,13 +209,21 @@ def _train(
         actor, v_r, v_c, critics, norm = build_networks(
             cfg, vec.obs_dim, vec.act_dim, float(vec.act_low.min()), float(vec.act_high.max())
         )
-        learner = make_learner(cfg, actor, v_r, v_c)
-        critic_trainer = CriticTrainer(critics, vec.obs_dim, vec.act_dim, cfg.critics)
+        off_policy = cfg.algo in OFF_POLICY_ALGOS
+        learner = make_learner(
+            cfg, actor, v_r, v_c, critics, vec.obs_dim, vec.act_dim, vec.max_episode_steps
+        )
+        # An off-policy learner's Q critics are the attackers' critics: no others to train.
+        critic_trainer = (
+            None if off_policy else CriticTrainer(critics, vec.obs_dim, vec.act_dim, cfg.critics)
+        )
         hooks = RobustHooks(cfg, actor, critics, generator)
         collector = Collector(vec, cfg.seed)
         parts = _Resumable(learner, critics, critic_trainer, collector, generator, np_rng)
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0
+        metrics: dict[str, float]
+        t_upd = 0.0
         if resume:
             start_epoch, env_steps, elapsed = parts.load(state_path)
 
@@ -237,12 +248,18 @@ def _train(
         for epoch in range(start_epoch + 1, cfg.epochs + 1):
             # ---- rollout: the policy acts on nu(s) (robust hooks), the envs move on s
             t_epoch = time.perf_counter()
-            result = collector.collect(
-                actor,
-                cfg.rollout_length,
-                generator,
-                hooks.rollout_perturbation(epoch, cfg.num_envs),
-            )
+            perturb = hooks.rollout_perturbation(epoch, cfg.num_envs)
+            if off_policy:
+                result, metrics, t_upd = _off_policy_epoch(
+                    cfg,
+                    learner,
+                    collector,
+                    perturb,
+                    generator,
+                    np_rng,  # type: ignore[arg-type]
+                )
+            else:
+                result = collector.collect(actor, cfg.rollout_length, generator, perturb)
             ro = result.rollout
             if epoch == 1:
                 _warn_if_no_cost(cfg.env_id, ro.cost)
@@ -250,18 +267,21 @@ def _train(
             eps = result.episodes
             # The multiplier follows the costs of the episodes that finished this epoch.
             mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
-            if not eps:
+            if not eps and not off_policy:  # SAC's multiplier moves every gradient step
                 no_episode_epochs += 1
                 if no_episode_epochs == 1:
                     _warn_no_finished_episode(epoch, cfg, vec.max_episode_steps)
 
             # ---- updates: the learner (with SA's extra loss), then the attackers' Q critics
-            t_sa = time.perf_counter()
-            extra = hooks.sa_regularizer(torch.from_numpy(ro.obs.reshape(ro.size, -1)))
-            t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
-            metrics: dict[str, float] = learner.update(ro, mean_cost, generator, extra)
-            critic_trainer.add_rollout(ro)
-            metrics.update(critic_trainer.update(actor, np_rng))
+            t_sa = 0.0
+            if not off_policy:
+                t_sa = time.perf_counter()
+                extra = hooks.sa_regularizer(torch.from_numpy(ro.obs.reshape(ro.size, -1)))
+                t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
+                metrics = learner.update(ro, mean_cost, generator, extra)  # type: ignore[call-arg]
+                assert critic_trainer is not None
+                critic_trainer.add_rollout(ro)
+                metrics.update(critic_trainer.update(actor, np_rng))
             if norm is not None:  # new statistics from the next rollout on (logp stays valid)
                 norm.update(torch.from_numpy(ro.true_obs))
             t_end = time.perf_counter()
@@ -285,7 +305,7 @@ def _train(
                 "time_env": result.timing.env,
                 "time_attack": result.timing.attack + t_sa,
                 "time_policy": result.timing.policy,
-                "time_update": t_end - t_update - t_sa,
+                "time_update": t_upd if off_policy else t_end - t_update - t_sa,
             }
             metrics_csv.append(row)
             for k, v in row.items():
@@ -326,8 +346,53 @@ def _train(
     return out
 
 
+def _off_policy_epoch(
+    cfg: TrainConfig,
+    learner: OffPolicyLearner,
+    collector: Collector,
+    perturb: Perturbation | None,
+    generator: torch.Generator,
+    np_rng: np.random.Generator,
+) -> tuple[CollectResult, dict[str, float], float]:
+    """One off-policy epoch (``learners.base``): ``rollout_length`` steps per env, collected
+    ``steps_per_collect`` at a time with the current stochastic policy acting on nu(s); after
+    each chunk its transitions (true observations) go into the replay, then ``updates_per_step``
+    gradient steps per transition. Returns the epoch's experience (the chunks joined), the
+    mean of the gradient steps' metrics (with the final multiplier) and the update seconds."""
+    sc = learner.cfg  # type: ignore[attr-defined]
+    parts: list[CollectResult] = []
+    sums: dict[str, float] = {}
+    steps = 0
+    owed = 0.0  # gradient steps due but not yet taken (fractional ratios carry over)
+    t_update = 0.0
+    done = 0
+    while done < cfg.rollout_length:
+        chunk = min(sc.steps_per_collect, cfg.rollout_length - done)
+        part = collector.collect(learner.actor, chunk, generator, perturb)  # type: ignore[arg-type]
+        parts.append(part)
+        done += chunk
+        t0 = time.perf_counter()
+        learner.add(part.rollout)
+        if learner.replay.size >= max(sc.update_after, 1):
+            owed += sc.updates_per_step * part.rollout.size
+            while owed >= 1.0:
+                owed -= 1.0
+                m = learner.update(learner.replay.sample(sc.batch_size, np_rng), generator)
+                for k, v in m.items():
+                    sums[k] = sums.get(k, 0.0) + v
+                steps += 1
+        t_update += time.perf_counter() - t0
+    metrics = {k: v / steps for k, v in sums.items()}
+    metrics.update({"lambda": learner.multiplier, "gradient_steps": float(steps)})
+    return join_results(parts), metrics, t_update
+
+
 def _save_agents(
-    out: Path, cfg: TrainConfig, learner: OnPolicyLearner, critics: QCritics, epoch: int
+    out: Path,
+    cfg: TrainConfig,
+    learner: OnPolicyLearner | OffPolicyLearner,
+    critics: QCritics,
+    epoch: int,
 ) -> None:
     """agent.pt, and a checkpoint every ``checkpoint_every`` epochs (the config names the
     learner, so evaluation and the attackers load any learner's agent the same way)."""

@@ -97,7 +97,7 @@ def test_focops_resume_is_bit_identical(tmp_path, mode):
 def test_algo_is_validated_and_kept_on_resume(tmp_path, capsys):
     assert main(["train", "--algo", "sac", "--env", TOY, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
-    assert "unknown learner (--algo) 'sac'; accepted: ppol, focops" in err
+    assert "unknown learner (--algo) 'sac'; accepted: ppol, focops, sac-lag" in err
     assert "Traceback" not in err
     run = tmp_path / "run"
     assert focops_train(run, "--epochs", "1") == 0

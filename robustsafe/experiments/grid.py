@@ -55,7 +55,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from robustsafe.config import PRESETS, TrainConfig, check_algo, check_mode, resolve, to_dict
+from robustsafe.config import PRESETS, TrainConfig, check_mode, resolve, split_algo, to_dict
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
 BACKENDS = ("local", "ray")
@@ -163,9 +163,10 @@ class GridSpec:
         ``sa-mad``, ``sa-mc``, ``sa-mr``), seeds non-negative integers. Custom envs must be
         importable in a fresh process: gymnasium's ``"package.module:EnvId-v0"`` form.
     algos
-        The learners (``robustsafe train --algo``: ``ppol``, ``focops``), each trained in every
+        The learners (``robustsafe train --algo``: ``ppol``, ``focops``, ``sac-lag``; and
+        ``sac-lag:ALPHA``, SAC-Lag with ``--set sac.alpha=ALPHA``), each trained in every
         mode; PPOL's runs keep the directory ``<env>/<mode>``, the others' are
-        ``<env>/<algo>-<mode>``.
+        ``<env>/<algo>-<mode>`` (``sac-lag0.01-vanilla``).
     preset
         ``paper`` or ``fast`` (``robustsafe train --preset``).
     out
@@ -239,7 +240,7 @@ class GridSpec:
         for mode in self.modes:
             check_mode(mode)
         for algo in self.algos:
-            check_algo(algo)
+            split_algo(algo)
         for seed in self.seeds:
             if seed < 0:
                 raise ValueError(f"seeds must be non-negative integers, got {seed}")
@@ -270,7 +271,8 @@ class GridSpec:
     def run_dir(self, env_id: str, mode: str, seed: int, algo: str = "ppol") -> Path:
         """``<out>/<env>/<mode without ':'>/seed<S>``; ``<algo>-<mode ...>`` for other
         learners than PPOL."""
-        name = mode.replace(":", "") if algo == "ppol" else f"{algo}-{mode.replace(':', '')}"
+        mode_name = mode.replace(":", "")
+        name = mode_name if algo == "ppol" else f"{algo.replace(':', '')}-{mode_name}"
         return self.out / env_dir_name(env_id) / name / f"seed{seed}"
 
     def combinations(self) -> list[tuple[str, str, str, int]]:
@@ -322,6 +324,7 @@ def resolve_train_config(
     ``--obs-norm``, then ``--set``, then ``--epochs`` / ``--total-steps``. Raises ValueError.
     """
     a = parse_train_args(spec.train_args)
+    algo, variant_sets = split_algo(algo)
     try:
         return resolve(
             env_id,
@@ -332,7 +335,7 @@ def resolve_train_config(
             workers=a.workers,
             num_envs=a.num_envs,
             obs_norm=a.obs_norm,
-            sets=list(a.sets),
+            sets=[*variant_sets, *a.sets],
             epochs=a.epochs,
             total_steps=a.total_steps,
         )
@@ -622,7 +625,8 @@ def train_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
         return [*cmd, *_length_args(spec.train_args), "--no-progress"]
     cmd = ["-m", "robustsafe.cli", "train", "--env", plan.env_id, "--mode", plan.mode]
     if plan.algo != "ppol":
-        cmd += ["--algo", plan.algo]
+        algo, variant_sets = split_algo(plan.algo)  # sac-lag:ALPHA sets sac.alpha
+        cmd += ["--algo", algo, *(x for item in variant_sets for x in ("--set", item))]
     cmd += ["--seed", str(plan.seed), "--preset", spec.preset, "--out", str(plan.run_dir)]
     return [*cmd, *spec.train_args, "--no-progress"]
 

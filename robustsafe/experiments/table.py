@@ -70,7 +70,7 @@ _METHOD_NAMES = {
 _METHOD_ORDER = tuple(_METHOD_NAMES)  # then adv-mix:W by W, then anything else
 # Other learners' rows, after PPO-Lagrangian's: the paper's appendix names (Table
 # "exp-focops-append": FOCOPS-vanilla, FOCOPS(MC), FOCOPS(MR)).
-_ALGO_NAMES = {"ppol": "PPOL", "focops": "FOCOPS"}
+_ALGO_NAMES = {"ppol": "PPOL", "focops": "FOCOPS", "sac-lag": "SAC-Lag"}
 _ALGO_ORDER = tuple(_ALGO_NAMES)
 _PAPER_ENV_ORDER = tuple(
     f"Safety{robot}{task}-v0" for task in ("Run", "Circle") for robot in ("Car", "Drone", "Ant")
@@ -95,6 +95,9 @@ CSV_FIELDS = (
 def method_name(mode: str, algo: str = "ppol") -> str:
     """The paper's name of a learner's training mode (``adv-mix:0.5`` -> ``ADV-PPOL(mix 0.5)``;
     FOCOPS: ``vanilla`` -> ``FOCOPS-vanilla``, ``adv-mc`` -> ``FOCOPS(MC)``)."""
+    if algo.startswith("sac-lag:"):  # the appendix's rows per entropy weight
+        learner = f"SAC-Lag(alpha={algo.split(':', 1)[1]})"
+        return learner if mode == "vanilla" else _other_method_name(mode, learner)
     if algo != "ppol":
         return _other_method_name(mode, _ALGO_NAMES.get(algo, algo))
     if mode in _METHOD_NAMES:
@@ -118,7 +121,10 @@ def _other_method_name(mode: str, learner: str) -> str:
 
 
 def _algo_key(algo: str) -> tuple:
-    return (_ALGO_ORDER.index(algo), "") if algo in _ALGO_ORDER else (len(_ALGO_ORDER), algo)
+    base, _, alpha = algo.partition(":")
+    if base in _ALGO_ORDER:  # SAC-Lag's alphas from the largest down, as in the appendix
+        return (_ALGO_ORDER.index(base), -float(alpha) if alpha else 0.0, "")
+    return (len(_ALGO_ORDER), 0.0, algo)
 
 
 def _method_key(mode: str) -> tuple:
@@ -209,6 +215,9 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
     algo = data.get("train_algo", "ppol")
     if not isinstance(algo, str):
         raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
+    alpha = data.get("train_alpha")
+    if algo == "sac-lag" and isinstance(alpha, int | float) and not isinstance(alpha, bool):
+        algo = f"sac-lag:{alpha:g}"  # one group of rows per entropy weight
     return EvalFile(
         algo=algo,
         path=path,

@@ -2,29 +2,53 @@
 
 ppol     PPO-Lagrangian with a PID multiplier (``ppo_lag``), the paper's learner
 focops   FOCOPS (``focops``), the paper's appendix C
+sac-lag  SAC-Lagrangian with a fixed entropy weight (``sac_lag``), the paper's appendix C
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from robustsafe.learners.base import OnPolicyLearner
+from robustsafe.critics import QCritics
+from robustsafe.learners.base import OffPolicyLearner, OnPolicyLearner
 from robustsafe.learners.focops import FOCOPS
 from robustsafe.learners.ppo_lag import PPOLagrangian
+from robustsafe.learners.sac_lag import SACLagrangian
 from robustsafe.nets import GaussianActor, ValueCritic
 
 if TYPE_CHECKING:
     from robustsafe.config import TrainConfig
 
-__all__ = ["FOCOPS", "OnPolicyLearner", "PPOLagrangian", "make_learner"]
+__all__ = [
+    "FOCOPS",
+    "OffPolicyLearner",
+    "OnPolicyLearner",
+    "PPOLagrangian",
+    "SACLagrangian",
+    "make_learner",
+]
 
 
 def make_learner(
-    cfg: TrainConfig, actor: GaussianActor, v_reward: ValueCritic, v_cost: ValueCritic
-) -> OnPolicyLearner:
-    """The learner ``cfg.algo`` names, on the given networks, with its settings group."""
+    cfg: TrainConfig,
+    actor: GaussianActor,
+    v_reward: ValueCritic,
+    v_cost: ValueCritic,
+    critics: QCritics | None = None,
+    obs_dim: int = 0,
+    act_dim: int = 0,
+    episode_steps: int | None = None,
+) -> OnPolicyLearner | OffPolicyLearner:
+    """The learner ``cfg.algo`` names, on the given networks, with its settings group. An
+    off-policy learner also takes the Q critics (its own), the sizes of its replay and the
+    episode length (for its Q_c threshold; 1,000 when the env has no time limit)."""
     if cfg.algo == "ppol":
         return PPOLagrangian(actor, v_reward, v_cost, cfg.ppo, cfg.pid)
     if cfg.algo == "focops":
         return FOCOPS(actor, v_reward, v_cost, cfg.focops)
+    if cfg.algo == "sac-lag":
+        if critics is None:
+            raise ValueError("sac-lag needs its Q critics")
+        T = cfg.episode_steps or episode_steps or 1_000
+        return SACLagrangian(actor, critics, v_reward, v_cost, cfg.sac, obs_dim, act_dim, T)  # type: ignore[arg-type]
     raise ValueError(f"no learner {cfg.algo!r}")  # TrainConfig checks the name first

@@ -23,14 +23,16 @@ attacked and is saved in the agent file; ``v_reward`` / ``v_cost`` are saved bes
 ``state_dict`` / ``load_state_dict`` hold everything the learner needs to resume bit-identically
 (networks, optimisers, multiplier state); the loop saves it in ``state.pt``.
 
-Off-policy learners (SAC-Lagrangian, CVPO) will implement a second, step-wise protocol and a
-second loop, not this one: their loop steps the envs a few steps at a time through the same
-``Collector`` (``collect(actor, steps, ...)`` already continues episodes across calls), stores
-each transition in the learner's replay buffer (part of the learner's ``state_dict``, hence of
-the resumable state), and calls ``learner.update(batch) -> metrics`` per gradient step; an
-"epoch" there is a fixed number of env steps, so the run directory, checkpoints, metrics rows,
-progress bar and resume work as they do here. What the two loops share (the run directory and
-its files, the robust hooks, the Q critics of the attackers) lives outside both.
+Off-policy learners (SAC-Lagrangian; CVPO later) implement the second, step-wise protocol
+below, driven by a second loop in ``robustsafe.train``: an "epoch" is still ``steps_per_epoch``
+env steps (so the run directory, checkpoints, metrics rows, progress bar and resume work as
+here), collected by the same ``Collector`` in chunks of ``steps_per_collect`` steps per env;
+after each chunk the learner stores the chunk's transitions (``add``: true observations) and the
+loop takes ``updates_per_step`` gradient steps per stored transition, each
+``update(replay.sample(batch_size, np_rng), generator)``. The replay buffer, target networks and
+multiplier are in the learner's ``state_dict``, hence in the resumable state. An off-policy
+learner's ``critics`` (Q_r, Q_c) are the attackers' critics too: the loop trains no others.
+What the two loops share (the run directory and its files, the robust hooks) lives outside both.
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
-from robustsafe.buffers import Rollout, gae
-from robustsafe.nets import GaussianActor, ValueCritic
+from robustsafe.buffers import ReplayBuffer, Rollout, gae
+from robustsafe.critics import QCritics
+from robustsafe.nets import GaussianActor, SquashedGaussianActor, ValueCritic
 
 # An optional extra actor loss on a minibatch of flat indices (SA's regulariser).
 ExtraActorLoss = Callable[[GaussianActor, torch.Tensor], torch.Tensor]
@@ -66,6 +70,32 @@ class OnPolicyLearner(Protocol):
         mean_episode_cost: float | None,
         generator: torch.Generator,
         extra_actor_loss: ExtraActorLoss | None = None,
+    ) -> dict[str, float]: ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, d: dict) -> None: ...
+
+
+@runtime_checkable
+class OffPolicyLearner(Protocol):
+    """A learner that updates per gradient step from its own replay buffer (see the module
+    text). ``cfg`` has ``steps_per_collect``, ``updates_per_step``, ``update_after`` and
+    ``batch_size``."""
+
+    actor: SquashedGaussianActor
+    critics: QCritics
+    v_reward: ValueCritic
+    v_cost: ValueCritic
+    replay: ReplayBuffer
+
+    @property
+    def multiplier(self) -> float: ...
+
+    def add(self, ro: Rollout) -> None: ...
+
+    def update(
+        self, batch: dict[str, np.ndarray], generator: torch.Generator
     ) -> dict[str, float]: ...
 
     def state_dict(self) -> dict: ...

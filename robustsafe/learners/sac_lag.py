@@ -1,0 +1,182 @@
+"""SAC-Lagrangian with a fixed entropy weight (paper appendix C, SAC-Lagrangian table; Yang et
+al. 2021; Haarnoja et al. 2018).
+
+One gradient step on a replay batch (s, a, r, c, s', d), with a' ~ pi(.|s') and a~ ~ pi(.|s)
+reparameterised, Q_r = min of the two reward heads, primes the polyak-averaged targets:
+
+    y_r = r + gamma (1 - d) (min_i Q'_r,i(s', a') - alpha log pi(a'|s'))
+    y_c = c + gamma (1 - d) Q'_c(s', a')
+    L_Q = sum_i mean (Q_r,i(s, a) - y_r)^2 + mean (Q_c(s, a) - y_c)^2
+    L_pi = mean( alpha log pi(a~|s) - Q_r(s, a~) + lambda Q_c(s, a~) )
+    lambda <- max(0, lambda + lambda_lr (mean Q_c(s, a~) - qc_threshold))
+
+alpha is fixed (the appendix's sweep); lambda is kept non-negative by projection. The cost
+critic's target has no entropy term: the entropy bonus belongs to the reward objective. The
+replay holds the TRUE observations (``Collector``'s ``true_obs``): under adversarial rollouts
+the policy acts on the perturbed observation, but every loss here is computed on true states.
+
+The critics are ``critics.QCritics`` (Q_r with two heads, Q_c with one): the same networks the
+attackers use, so an SAC-Lag agent is attacked with its own critics and needs no separate
+attacker critics.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from robustsafe.buffers import ReplayBuffer, Rollout
+from robustsafe.config import SACLagConfig
+from robustsafe.critics import QCritics, _polyak
+from robustsafe.nets import SquashedGaussianActor, ValueCritic
+
+
+def qc_threshold(cost_limit: float, gamma: float, episode_steps: int) -> float:
+    """The per-episode cost limit as a bound on Q_c (FSRL's SAC-Lag convention): the
+    discounted value of the limit spread evenly over a T-step episode,
+    ``cost_limit * (1 - gamma^T) / (1 - gamma) / T``."""
+    T = episode_steps
+    return cost_limit * (1.0 - gamma**T) / (1.0 - gamma) / T
+
+
+def q_targets(
+    reward: torch.Tensor,
+    cost: torch.Tensor,
+    done: torch.Tensor,
+    q_r_next: torch.Tensor,
+    q_c_next: torch.Tensor,
+    logp_next: torch.Tensor,
+    gamma: float,
+    alpha: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The soft Bellman targets (y_r, y_c); ``q_r_next`` is already the minimum of the heads."""
+    not_done = 1.0 - done
+    y_r = reward + gamma * not_done * (q_r_next - alpha * logp_next)
+    y_c = cost + gamma * not_done * q_c_next
+    return y_r, y_c
+
+
+def critic_loss(
+    q_r_heads: torch.Tensor, q_c: torch.Tensor, y_r: torch.Tensor, y_c: torch.Tensor
+) -> torch.Tensor:
+    """Squared TD errors: each reward head ``(heads, batch)`` and the cost critic ``(batch,)``."""
+    return ((q_r_heads - y_r) ** 2).mean(dim=1).sum() + ((q_c - y_c) ** 2).mean()
+
+
+def actor_loss(
+    logp: torch.Tensor, q_r: torch.Tensor, q_c: torch.Tensor, alpha: float, lam: float
+) -> torch.Tensor:
+    """mean(alpha log pi - Q_r + lambda Q_c) on reparameterised actions."""
+    return (alpha * logp - q_r + lam * q_c).mean()
+
+
+def lagrange_step(lam: float, qc_estimate: float, threshold: float, lr: float) -> float:
+    """Projected gradient ascent on lambda (Q_c - threshold): lambda stays >= 0."""
+    return max(0.0, lam + lr * (qc_estimate - threshold))
+
+
+class SACLagrangian:
+    """An ``OffPolicyLearner`` (``robustsafe.learners.base``)."""
+
+    def __init__(
+        self,
+        actor: SquashedGaussianActor,
+        critics: QCritics,
+        v_reward: ValueCritic,
+        v_cost: ValueCritic,
+        cfg: SACLagConfig,
+        obs_dim: int,
+        act_dim: int,
+        episode_steps: int,
+    ) -> None:
+        self.cfg = cfg
+        self.actor = actor
+        self.critics = critics
+        # Kept only so that the agent file has the slots every learner fills (untrained).
+        self.v_reward = v_reward
+        self.v_cost = v_cost
+        self.target = copy.deepcopy(critics).requires_grad_(False)
+        # The target networks see observations through the live normaliser, not a copy.
+        self.target.q_reward.obs_normalizer = critics.q_reward.obs_normalizer
+        self.target.q_cost.obs_normalizer = critics.q_cost.obs_normalizer
+        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
+        self.critic_optim = torch.optim.Adam(critics.parameters(), lr=cfg.critic_lr)
+        self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)
+        self.lam = float(cfg.lambda_init)
+        self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
+
+    @property
+    def multiplier(self) -> float:
+        return self.lam
+
+    def add(self, ro: Rollout) -> None:
+        """Store a rollout's transitions, from the true observations (a time-limit truncation
+        is not a terminal: the target bootstraps through it)."""
+        self.replay.add(*ro.flat())
+
+    def update(self, batch: dict[str, np.ndarray], generator: torch.Generator) -> dict[str, float]:
+        """One gradient step: critics, actor, multiplier, then the targets' polyak average."""
+        cfg = self.cfg
+        b = {k: torch.as_tensor(v) for k, v in batch.items()}
+        with torch.no_grad():
+            a_next, logp_next = self.actor.sample(b["next_obs"], generator)
+            y_r, y_c = q_targets(
+                b["reward"],
+                b["cost"],
+                b["done"],
+                self.target.q_reward(b["next_obs"], a_next),
+                self.target.q_cost(b["next_obs"], a_next),
+                logp_next,
+                cfg.gamma,
+                cfg.alpha,
+            )
+        loss_q = critic_loss(
+            self.critics.q_reward.all_heads(b["obs"], b["act"]),
+            self.critics.q_cost(b["obs"], b["act"]),
+            y_r,
+            y_c,
+        )
+        self.critic_optim.zero_grad(set_to_none=True)
+        loss_q.backward()
+        self.critic_optim.step()
+
+        act, logp = self.actor.sample(b["obs"], generator)
+        q_r = self.critics.q_reward(b["obs"], act)
+        q_c = self.critics.q_cost(b["obs"], act)
+        loss_pi = actor_loss(logp, q_r, q_c, cfg.alpha, self.lam)
+        self.actor_optim.zero_grad(set_to_none=True)
+        loss_pi.backward()  # the critics' gradients from here are cleared before their step
+        self.actor_optim.step()
+
+        qc_estimate = float(q_c.detach().mean())
+        self.lam = lagrange_step(self.lam, qc_estimate, self.qc_threshold, cfg.lambda_lr)
+        _polyak(self.target, self.critics, cfg.polyak)
+        return {
+            "loss_q": float(loss_q.detach()),
+            "loss_pi": float(loss_pi.detach()),
+            "q_reward": float(q_r.detach().mean()),
+            "q_cost": qc_estimate,
+            "entropy": float(-logp.detach().mean()),
+        }
+
+    def state_dict(self) -> dict:
+        return {
+            "actor": self.actor.state_dict(),
+            "critics": self.critics.state_dict(),
+            "target": self.target.state_dict(),
+            "actor_optim": self.actor_optim.state_dict(),
+            "critic_optim": self.critic_optim.state_dict(),
+            "replay": self.replay.state_dict(),
+            "lam": self.lam,
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        self.actor.load_state_dict(d["actor"])
+        self.critics.load_state_dict(d["critics"])
+        self.target.load_state_dict(d["target"])
+        self.actor_optim.load_state_dict(d["actor_optim"])
+        self.critic_optim.load_state_dict(d["critic_optim"])
+        self.replay.load_state_dict(d["replay"])
+        self.lam = float(d["lam"])

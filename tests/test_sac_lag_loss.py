@@ -1,0 +1,161 @@
+"""SAC-Lagrangian's math against hand-computed values: the Q targets, the critic, actor and
+multiplier losses, the Q_c threshold, the tanh log-probability correction, and one whole
+gradient step on hand-set networks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from robustsafe.config import SACLagConfig
+from robustsafe.critics import QCritics
+from robustsafe.learners.sac_lag import (
+    SACLagrangian,
+    actor_loss,
+    critic_loss,
+    lagrange_step,
+    q_targets,
+    qc_threshold,
+)
+from robustsafe.nets import SquashedGaussianActor, ValueCritic, tanh_log_det
+
+T = torch.tensor
+
+
+def test_qc_threshold_spreads_the_episode_limit_over_its_steps():
+    # 5 per 2-step episode: 2.5 per step, discounted 2.5 + 0.5 * 2.5 = 3.75.
+    assert qc_threshold(5.0, 0.5, 2) == pytest.approx(3.75)
+    # CarRun-like: 5 * (1 - 0.99^200) / 0.01 / 200.
+    assert qc_threshold(5.0, 0.99, 200) == pytest.approx(2.1651, abs=1e-4)
+
+
+def test_q_targets_bootstrap_the_soft_value_unless_done():
+    y_r, y_c = q_targets(
+        reward=T([1.0, 2.0]),
+        cost=T([0.0, 1.0]),
+        done=T([0.0, 1.0]),
+        q_r_next=T([3.0, 5.0]),
+        q_c_next=T([2.0, 4.0]),
+        logp_next=T([-1.0, 0.5]),
+        gamma=0.9,
+        alpha=0.1,
+    )
+    # y_r = 1 + 0.9 (3 - 0.1 * -1) = 3.79; done: 2. y_c = 0 + 0.9 * 2 = 1.8; done: 1.
+    assert torch.allclose(y_r, T([3.79, 2.0]))
+    assert torch.allclose(y_c, T([1.8, 1.0]))
+
+
+def test_critic_loss_sums_the_heads_and_the_cost_critic():
+    heads = T([[1.0, 2.0], [3.0, 4.0]])  # (heads, batch)
+    loss = critic_loss(heads, T([0.0, 1.0]), y_r=T([2.0, 2.0]), y_c=T([1.0, 1.0]))
+    # head 1: (1 + 0) / 2; head 2: (1 + 4) / 2; cost: (1 + 0) / 2.
+    assert float(loss) == pytest.approx(0.5 + 2.5 + 0.5)
+
+
+def test_actor_loss_has_the_entropy_reward_and_cost_terms():
+    loss = actor_loss(T([-1.0, 2.0]), T([3.0, 1.0]), T([2.0, 0.0]), alpha=0.5, lam=2.0)
+    # (0.5 * -1 - 3 + 2 * 2 + 0.5 * 2 - 1 + 0) / 2
+    assert float(loss) == pytest.approx(0.25)
+    # The entropy term alone: alpha mean(logp).
+    assert float(actor_loss(T([-1.0, 2.0]), T([0.0, 0.0]), T([0.0, 0.0]), 0.1, 0.0)) == (
+        pytest.approx(0.05)
+    )
+
+
+def test_lagrange_step_ascends_and_projects_onto_nonnegative():
+    assert lagrange_step(1.0, qc_estimate=5.0, threshold=3.75, lr=0.1) == pytest.approx(1.125)
+    assert lagrange_step(1.0, qc_estimate=3.0, threshold=3.75, lr=0.1) == pytest.approx(0.925)
+    assert lagrange_step(0.1, qc_estimate=1.0, threshold=3.75, lr=0.1) == 0.0
+
+
+def test_tanh_log_det_is_exact_and_stable():
+    u = T([0.0, 1.0, -30.0, 30.0], dtype=torch.float64)
+    expected = [
+        0.0,
+        -2 * math.log(math.cosh(1.0)),
+        -2 * (30 - math.log(2)),
+        -2 * (30 - math.log(2)),
+    ]
+    assert torch.allclose(tanh_log_det(u), T(expected, dtype=torch.float64), atol=1e-9)
+
+
+def _actor(mu: float, log_std: float, low: float = -1.0, high: float = 1.0):
+    """A one-layer actor with constant outputs: pre-tanh N(mu, exp(log_std)^2) everywhere."""
+    actor = SquashedGaussianActor(1, 1, (), low, high)
+    with torch.no_grad():
+        actor.net[0].weight.zero_()
+        actor.net[0].bias.copy_(T([mu, log_std]))
+    return actor
+
+
+@torch.no_grad()
+def test_squashed_log_prob_has_the_tanh_and_box_corrections():
+    actor = _actor(0.5, math.log(0.5), low=-2.0, high=2.0)
+    u = 0.3
+    act = T([[2.0 * math.tanh(u)]])
+    gauss = -0.5 * ((u - 0.5) / 0.5) ** 2 - math.log(0.5) - 0.5 * math.log(2 * math.pi)
+    expected = gauss - math.log(1 - math.tanh(u) ** 2) - math.log(2.0)  # box half-width 2
+    assert float(actor.log_prob(T([[0.0]]), act)) == pytest.approx(expected, abs=1e-5)
+    # The deterministic action is the squashed mean; distribution is the pre-tanh Gaussian.
+    assert float(actor.deterministic_action(T([[0.0]]))) == pytest.approx(2 * math.tanh(0.5))
+    dist = actor.distribution(T([[0.0]]))
+    assert float(dist.loc) == pytest.approx(0.5) and float(dist.scale) == pytest.approx(0.5)
+
+
+def test_sample_gives_its_actions_log_probability():
+    actor = _actor(-0.2, math.log(0.8))
+    act, logp = actor.sample(torch.zeros(5, 1), torch.Generator().manual_seed(3))
+    assert torch.allclose(logp, actor.log_prob(torch.zeros(5, 1), act), atol=1e-4)
+    assert (act.abs() < 1).all()
+
+
+def test_one_gradient_step_on_hand_set_networks():
+    """Constant critics (Q_r heads 1 and 2, Q_c 0.5), a constant actor: the step's losses and
+    the multiplier follow the formulas with the step's own noise."""
+    gamma, alpha, lam0, lam_lr = 0.9, 0.2, 0.3, 0.1
+    cfg = SACLagConfig(
+        alpha=alpha,
+        gamma=gamma,
+        lambda_init=lam0,
+        lambda_lr=lam_lr,
+        critic_lr=1e-12,  # the critics stay (numerically) where they are set
+        actor_lr=1e-12,
+        cost_limit=1.0,
+    )
+    actor = _actor(0.1, math.log(0.5))
+    critics = QCritics(1, 1, ())
+    with torch.no_grad():
+        for head, value in zip(
+            [*critics.q_reward.heads, *critics.q_cost.heads], (1.0, 2.0, 0.5), strict=True
+        ):
+            head[0].weight.zero_()
+            head[0].bias.fill_(value)
+    learner = SACLagrangian(actor, critics, ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2)
+    batch = {
+        "obs": np.zeros((3, 1), np.float32),
+        "act": np.zeros((3, 1), np.float32),
+        "reward": np.array([1.0, 0.0, 2.0], np.float32),
+        "cost": np.array([0.0, 1.0, 1.0], np.float32),
+        "next_obs": np.zeros((3, 1), np.float32),
+        "done": np.array([0.0, 0.0, 1.0], np.float32),
+    }
+    gen = torch.Generator().manual_seed(7)
+    twin = torch.Generator()
+    twin.set_state(gen.get_state())
+    with torch.no_grad():  # the step draws a' ~ pi(s') first, then a~ ~ pi(s)
+        _, logp_next = actor.sample(torch.zeros(3, 1), twin)
+        _, logp = actor.sample(torch.zeros(3, 1), twin)
+    m = learner.update(batch, gen)
+
+    r, c, d = (torch.as_tensor(batch[k]) for k in ("reward", "cost", "done"))
+    y_r = r + gamma * (1 - d) * (1.0 - alpha * logp_next)  # min of the target heads: 1
+    y_c = c + gamma * (1 - d) * 0.5
+    loss_q = ((1.0 - y_r) ** 2).mean() + ((2.0 - y_r) ** 2).mean() + ((0.5 - y_c) ** 2).mean()
+    assert m["loss_q"] == pytest.approx(float(loss_q), rel=1e-5)
+    loss_pi = (alpha * logp - 1.0 + lam0 * 0.5).mean()
+    assert m["loss_pi"] == pytest.approx(float(loss_pi), rel=1e-5)
+    thr = qc_threshold(1.0, gamma, 2)  # 0.95
+    assert learner.multiplier == pytest.approx(max(0.0, lam0 + lam_lr * (0.5 - thr)), rel=1e-5)

@@ -1,0 +1,165 @@
+"""SAC-Lagrangian through the command line: the off-policy loop, robust modes, resume and the
+attacks on its own critics (tiny runs on the toy env)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from robustsafe.agent import load_agent
+from robustsafe.cli import main
+from robustsafe.config import preset
+from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
+from robustsafe.experiments.table import collect_table
+from robustsafe.nets import SquashedGaussianActor
+from robustsafe.runstate import load_state
+from robustsafe.schedule import epsilon_at
+
+TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py; 20-step episodes
+TINY = [
+    "--preset",
+    "fast",
+    "--workers",
+    "0",
+    "--num-envs",
+    "2",
+    "--set",
+    "steps_per_epoch=40",
+    "--set",
+    "ppo.hidden=[8,8]",
+    "--set",
+    "sac.batch_size=16",
+    "--set",
+    "sac.steps_per_collect=5",  # 4 chunks per epoch
+    "--set",
+    "sac.updates_per_step=0.5",  # 5 gradient steps per chunk
+    "--set",
+    "sac.update_after=11",  # from the second chunk on
+    "--set",
+    "sac.lambda_init=0.5",
+    "--set",
+    "sac.lambda_lr=0.05",
+    "--no-progress",
+]
+ROBUST = ["--set", "robust.schedule_start=0", "--set", "robust.schedule_length=1"]
+
+
+def sac_train(out: Path, *extra: str) -> int:
+    return main(["train", "--algo", "sac-lag", "--env", TOY, "--out", str(out), *TINY, *extra])
+
+
+def _params(run: Path) -> torch.Tensor:
+    agent = load_agent(run)
+    nets = (agent.actor, agent.critics)
+    return torch.cat([p.flatten() for m in nets for p in m.state_dict().values()])
+
+
+def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
+    run = tmp_path / "run"
+    assert sac_train(run, "--epochs", "2") == 0
+    assert yaml.safe_load((run / "config.yaml").read_text())["algo"] == "sac-lag"
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    assert [r["env_steps"] for r in rows] == ["40", "80"]
+    # Epoch 1: no update after the first chunk (10 < 11 transitions), then 5 per chunk.
+    assert [float(r["gradient_steps"]) for r in rows] == [15.0, 20.0]
+    assert "loss_q" in rows[0] and "loss_q_reward" not in rows[0]  # no attacker critics
+    assert float(rows[1]["lambda"]) < 0.5  # the toy's Q_c is far below its threshold
+    state = load_state(run / "state.pt")
+    assert state["learner"]["replay"]["size"] == 80 and state["critic_trainer"] is None
+    agent = load_agent(run)
+    assert isinstance(agent.actor, SquashedGaussianActor)
+    # The agent's critics are the learner's own (trained) critics.
+    saved = state["learner"]["critics"]["q_cost.heads.0.0.weight"]
+    assert torch.equal(agent.critics.q_cost.heads[0][0].weight, saved)
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "--run", str(run), "--episodes", "2", "--workers", "0", "--num-envs", "2"]
+    assert main([*args, "--attacks", "none,mc,mr", "--out", str(out), "--no-progress"]) == 0
+    data = json.loads(out.read_text())
+    assert data["train_algo"] == "sac-lag" and data["train_alpha"] == 0.001
+    assert [r["attack"] for r in data["results"]] == ["none", "mc", "mr"]
+
+
+def test_sac_alpha_is_set_from_the_command_line(tmp_path):
+    run = tmp_path / "run"
+    assert sac_train(run, "--epochs", "1", "--set", "sac.alpha=0.01") == 0
+    assert load_agent(run).config.sac.alpha == 0.01
+
+
+@pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])
+def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
+    robust = ROBUST if mode != "vanilla" else []
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    assert sac_train(full, "--epochs", "3", "--mode", mode, *robust) == 0
+    assert sac_train(cut, "--epochs", "2", "--mode", mode, *robust) == 0
+    assert main(["train", "--resume", "--out", str(cut), "--epochs", "3", "--no-progress"]) == 0
+    assert torch.equal(_params(full), _params(cut))
+    a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
+    assert a["lam"] == b["lam"] != 0.5
+    for key in ("obs", "act", "reward"):
+        assert (a["replay"][key] == b["replay"][key]).all()
+    if mode != "vanilla":
+        row = list(csv.DictReader((full / "metrics.csv").open()))[-1]
+        assert float(row["epsilon"]) > 0 and float(row["time_attack"]) > 0
+        # The replay holds the true observations, not the attacked ones the policy acted on:
+        # within an episode (20 steps, 2 envs interleaved) s_{t+1} is the stored s'_t.
+        obs, next_obs = a["replay"]["obs"], a["replay"]["next_obs"]
+        going_on = [i for i in range(len(obs) - 2) if (i // 2 + 1) % 20]
+        assert (obs[[i + 2 for i in going_on]] == next_obs[going_on]).all()
+
+
+def test_sa_modes_are_refused_for_sac_lag(tmp_path, capsys):
+    assert sac_train(tmp_path / "x", "--mode", "sa-mr") == 2
+    assert "SA's regulariser (sa-mr) is for the on-policy learners" in capsys.readouterr().err
+
+
+def test_grid_runs_sac_lag_per_alpha(tmp_path):
+    spec = GridSpec(envs=(TOY,), algos="sac-lag:0.1,sac-lag:0.001", out=tmp_path)
+    plan = plan_run(spec, TOY, "vanilla", 0, "sac-lag:0.1")
+    assert plan.run_dir == tmp_path / TOY / "sac-lag0.1-vanilla" / "seed0"
+    cmd = train_command(spec, plan)
+    assert cmd[cmd.index("--algo") + 1 : cmd.index("--algo") + 4] == [
+        "sac-lag",
+        "--set",
+        "sac.alpha=0.1",
+    ]
+    assert resolve_train_config(spec, TOY, "vanilla", 0, "sac-lag:0.1").sac.alpha == 0.1
+    for bad in ("focops:0.1", "sac-lag:x", "sac-lag:-1"):
+        with pytest.raises(ValueError, match="learner"):
+            GridSpec(envs=(TOY,), algos=bad, out=tmp_path)
+
+
+def _eval_file(root: Path, alpha: float, mode: str, reward: float, cost: float) -> None:
+    path = root / "SafetyCarRun-v0" / f"sac-lag{alpha}-{mode}" / "seed0" / "eval.json"
+    path.parent.mkdir(parents=True)
+    results = [
+        {"attack": a, "epsilon": 0.05, "episodes": [{"reward": reward, "cost": cost}] * 2}
+        for a in ("none", "mc", "mr")
+    ]
+    payload = {"env_id": "SafetyCarRun-v0", "train_mode": mode, "train_seed": 0}
+    payload |= {"train_algo": "sac-lag", "train_alpha": alpha, "results": results}
+    path.write_text(json.dumps(payload))
+
+
+def test_table_has_a_row_per_sac_lag_alpha(tmp_path):
+    _eval_file(tmp_path, 0.001, "vanilla", 500.0, 1.0)
+    _eval_file(tmp_path, 0.1, "vanilla", 520.0, 0.5)
+    _eval_file(tmp_path, 0.1, "adv-mc", 480.0, 0.2)
+    labels = [r.label for r in collect_table(tmp_path).rows]
+    assert labels == ["SAC-Lag(alpha=0.1)", "SAC-Lag(alpha=0.1)(MC)", "SAC-Lag(alpha=0.001)"]
+
+
+@pytest.mark.parametrize("env_id", ["SafetyCarRun-v0", "SafetyCarCircle-v0"])
+def test_sac_presets_scale_the_attack_schedule_to_their_epochs(env_id):
+    ppol = preset(env_id, "fast")
+    sac = preset(env_id, "fast", algo="sac-lag")
+    assert (sac.epochs, sac.steps_per_epoch) == (40, 10_000)
+    r, q = sac.robust, ppol.robust
+    assert r.schedule_start / sac.epochs == pytest.approx(q.schedule_start / ppol.epochs, abs=0.02)
+    final = epsilon_at(sac.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+    assert final >= 0.9 * r.epsilon  # the full budget is reached, as PPOL's schedule does
+    assert preset(env_id, "paper", algo="sac-lag").epochs == 100
