@@ -117,7 +117,7 @@ class ExplorationActor(torch.nn.Module):
         return torch.distributions.Normal(mean, self.log_std.exp().to(mean.dtype).expand_as(mean))
 
 
-def exploration_std(policy, act_dim: int, std=None) -> torch.Tensor:
+def resolve_exploration_std(policy, act_dim: int, std=None) -> torch.Tensor:
     """The exploration noise of ``fit_policy_critics`` (see the module docstring)."""
     if std is None:
         std = getattr(policy, "action_std", None)
@@ -165,7 +165,7 @@ def fit_policy_critics(
         ):
             if d is not None and d != e:
                 raise ValueError(f"the policy's {name} size is {d}; {vec.env_id}'s is {e}")
-        std = exploration_std(policy, vec.act_dim, exploration_std)
+        std = resolve_exploration_std(policy, vec.act_dim, exploration_std)
         actor = ExplorationActor(policy, std).eval()
         critics, _ = _fit(
             actor,
