@@ -260,7 +260,19 @@ class SB3Policy(nn.Module):
         space = policy.action_space
         if not hasattr(space, "low") or len(space.shape) != 1:
             raise ValueError(f"only flat Box action spaces are supported, got {space}")
-        self.policy = policy.to("cpu").eval()
+        # Only the actor's modules (shared with the model, not copied): the evaluation deep-copies
+        # the policy, and a trained SB3 policy holds non-leaf tensors (its last distribution).
+        if self.kind == "actor_critic":
+            self.extractor = policy.pi_features_extractor
+            self.latent = policy.mlp_extractor.policy_net  # MlpExtractor.forward_actor
+            self.mu = policy.action_net
+            self.log_std = policy.log_std
+        else:
+            self.extractor = policy.actor.features_extractor
+            self.latent = policy.actor.latent_pi
+            self.mu = policy.actor.mu
+            self.log_std_net = policy.actor.log_std
+        self.eval()
         self.register_buffer("act_low", torch.as_tensor(space.low, dtype=torch.float32))
         self.register_buffer("act_high", torch.as_tensor(space.high, dtype=torch.float32))
         self._obs_dim = int(np.prod(policy.observation_space.shape))
@@ -277,20 +289,17 @@ class SB3Policy(nn.Module):
     @property
     def action_std(self) -> Tensor | None:
         if self.kind == "actor_critic":
-            return self.policy.log_std.detach().exp()
+            return self.log_std.detach().exp()
         return None
 
     def _gaussian(self, obs: Tensor) -> tuple[Tensor, Tensor]:
-        p = self.policy
+        # SB3's extract_features would cast to float32 (preprocess_obs); call the modules.
+        latent = self.latent(self.extractor(obs))
+        mean = self.mu(latent)
         if self.kind == "actor_critic":
-            # SB3's extract_features would cast to float32 (preprocess_obs); call the modules.
-            latent = p.mlp_extractor.forward_actor(p.pi_features_extractor(obs))
-            mean = p.action_net(latent)
-            return mean, p.log_std.exp().expand_as(mean)
-        actor = p.actor
-        latent = actor.latent_pi(actor.features_extractor(obs))
-        log_std = actor.log_std(latent).clamp(-20.0, 2.0)  # SB3's LOG_STD_MIN, LOG_STD_MAX
-        return actor.mu(latent), log_std.exp()
+            return mean, self.log_std.exp().expand_as(mean)
+        log_std = self.log_std_net(latent).clamp(-20.0, 2.0)  # SB3's LOG_STD_MIN, LOG_STD_MAX
+        return mean, log_std.exp()
 
     def deterministic_action(self, obs: Tensor) -> Tensor:
         mean, _ = self._gaussian(obs)
