@@ -157,9 +157,9 @@ def test_mc_on_a_plain_torch_module_raises_its_cost_value():
     agent = load_agent(zoo)
     policy = TorchPolicy(_ZooModule(copy.deepcopy(agent.actor.net)).eval().requires_grad_(False))
     obs = _zoo_states(agent)
-    attacked = make_attacker("mc")(
-        policy, agent.critics, obs, 0.05, torch.Generator().manual_seed(0)
-    )
+    # one start, from the clean state: only the gradient through the module can move it
+    mc = make_attacker("mc", restarts=1, random_start=False)
+    attacked = mc(policy, agent.critics, obs, 0.05, torch.Generator().manual_seed(0))
     assert float((attacked - obs).abs().max()) <= 0.05 + 1e-6
     with torch.no_grad():
         clean = agent.critics.q_cost(obs, policy.deterministic_action(obs))
@@ -226,7 +226,7 @@ def test_load_sb3_reads_weights_only_and_needs_trust_for_pickled_settings(tmp_pa
         plain.predict(obs.astype(np.float32), deterministic=True)[0],
         atol=1e-6,
     )
-    with pytest.raises(ValueError, match="trust_pickle"):
+    with pytest.raises(ValueError, match=r"pickled policy settings.*trust_pickle"):
         load_sb3(tmp_path / "custom.zip", env_id="SafetyCarRun-v0")
     trusted = load_sb3(tmp_path / "custom.zip", trust_pickle=True)
     np.testing.assert_allclose(
