@@ -7,7 +7,8 @@ from the same state under every attacker) and print the paired table.
     python examples/attack_sb3_ppo.py
 
 Sizes: EXAMPLE_TRAIN_STEPS (default 20000), EXAMPLE_CRITIC_STEPS (default 20000),
-EXAMPLE_EPISODES (default 10). EXAMPLE_SAVE=path.zip also saves the model, for the command line:
+EXAMPLE_EPISODES (default 10), EXAMPLE_COST_PENALTY (default 3). EXAMPLE_SAVE=path.zip also
+saves the model, for the command line:
 
     robustsafe fit-critics --sb3 ppo.zip --env SafetyCarRun-v0 --out critics.pt
     robustsafe evaluate --sb3 ppo.zip --env SafetyCarRun-v0 --critics critics.pt --attacks mc,mr
@@ -22,13 +23,22 @@ if __name__ == "__main__":
     train_steps = int(os.environ.get("EXAMPLE_TRAIN_STEPS", 20_000))
     critic_steps = int(os.environ.get("EXAMPLE_CRITIC_STEPS", 20_000))
     episodes = int(os.environ.get("EXAMPLE_EPISODES", 10))
+    penalty = float(os.environ.get("EXAMPLE_COST_PENALTY", 3.0))
 
     # ---- your training code (any SB3 PPO, A2C or SAC model) ----
+    import gymnasium as gym
     from stable_baselines3 import PPO
 
     from robustsafe.envs import make
 
-    env = make("SafetyCarRun-v0").env  # the gymnasium env (Bullet-Safety-Gym)
+    class CostPenalty(gym.Wrapper):
+        """reward - penalty * cost: plain PPO with a fixed Lagrange multiplier (safe-ish)."""
+
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return obs, reward - penalty * info.get("cost", 0.0), terminated, truncated, info
+
+    env = CostPenalty(make("SafetyCarRun-v0").env)  # the gymnasium env (Bullet-Safety-Gym)
     model = PPO("MlpPolicy", env, n_steps=1024, batch_size=64, seed=0, device="cpu")
     model.learn(train_steps)
     if os.environ.get("EXAMPLE_SAVE"):
