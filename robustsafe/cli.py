@@ -851,7 +851,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the policy's own std if it has one, else 0.3)",
     )
     f.add_argument("--steps", type=int, default=200_000, help="on-policy env steps to collect")
-    f.add_argument("--out", help="agent file to write (required unless --force)")
+    f.add_argument(
+        "--out",
+        help="agent file to write (required unless --force); with --policy/--sb3 the critics "
+        "file (evaluate --critics)",
+    )
     f.add_argument(
         "--force", action="store_true", help="replace --out if it exists (or the input agent)"
     )
