@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from robustsafe.config import TrainConfig, from_dict, to_dict
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor, ObsNormalizer, SquashedGaussianActor, ValueCritic
@@ -37,11 +39,21 @@ class Agent:
 
     @property
     def obs_dim(self) -> int:
-        return int(self.actor.net[0].in_features)
+        return self.actor.obs_dim
 
     @property
     def act_dim(self) -> int:
-        return int(self.actor.act_low.shape[0])
+        return self.actor.act_dim
+
+    def predict(self, obs: Any, deterministic: bool = True) -> np.ndarray:
+        """The actor's actions (float32 numpy) for one observation or a batch, of any float dtype.
+
+        ``deterministic=True``: the deterministic action (what evaluation executes); False: a
+        sample of the Gaussian policy (unclipped: the environment clips).
+        """
+        from robustsafe.policy import predict
+
+        return predict(self.actor, obs, deterministic)
 
     def eval(self) -> Agent:
         for m in (self.actor, self.v_reward, self.v_cost, self.critics):
@@ -97,8 +109,8 @@ def save_agent(
             "format": AGENT_FORMAT,
             "version": AGENT_VERSION,
             "config": to_dict(cfg),
-            "obs_dim": int(actor.net[0].in_features),
-            "act_dim": int(actor.act_low.shape[0]),
+            "obs_dim": actor.obs_dim,
+            "act_dim": actor.act_dim,
             "act_low": float(actor.act_low[0]),
             "act_high": float(actor.act_high[0]),
             "epoch": epoch,

@@ -152,6 +152,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
 
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
+    _one_policy_source(args)
+    if args.run is None:
+        return _evaluate_foreign(args)
     try:
         agent = load_agent(args.run)
     except (FileNotFoundError, ValueError) as err:
@@ -318,6 +321,9 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
     from robustsafe.fit_critics import fit_critics
 
     torch.set_num_threads(1)
+    _one_policy_source(args)
+    if args.run is None:
+        return _fit_critics_foreign(args)
     try:
         agent = load_agent(args.run)
     except (FileNotFoundError, ValueError) as err:
@@ -373,6 +379,186 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
     )
     print(f"fitted Q_r and Q_c on {history[-1]['env_steps']:.0f} steps; agent written to {out}")
     return 0
+
+
+# ----------------------------------------------------------------------------- foreign policy
+
+
+def _one_policy_source(args: argparse.Namespace) -> None:
+    given = [f"--{k}" for k in ("run", "policy", "sb3") if getattr(args, k) is not None]
+    if len(given) > 1:
+        raise CLIError(f"give one of --run, --policy, --sb3, not {' and '.join(given)}")
+    if args.run is not None and getattr(args, "critics", None) is not None:
+        raise CLIError("--critics is for --policy/--sb3; a --run agent has its own critics")
+
+
+def _foreign_policy(args: argparse.Namespace):
+    """The policy of --policy or --sb3 (both need --env)."""
+    from robustsafe.policy import load_policy_spec, load_sb3
+
+    if args.policy is None and args.sb3 is None:
+        raise CLIError("give the policy: --run (a RobustSafe agent), --policy or --sb3")
+    if not args.env:
+        raise CLIError("--policy and --sb3 need --env (the environment id the policy acts in)")
+    try:
+        if args.sb3 is not None:
+            try:
+                import stable_baselines3  # noqa: F401
+            except ImportError:
+                raise CLIError(
+                    "--sb3 needs Stable-Baselines3: pip install 'robustsafe[sb3]'"
+                ) from None
+            return load_sb3(args.sb3, env_id=args.env, trust_pickle=args.trust_pickle)
+        return load_policy_spec(args.policy, action_std=args.action_std)
+    except (FileNotFoundError, ValueError, TypeError) as err:
+        raise CLIError(str(err)) from None
+
+
+def _evaluate_foreign(args: argparse.Namespace) -> int:
+    from robustsafe.envs import VectorEnv
+    from robustsafe.evaluate import (
+        evaluate_policy,
+        format_paired_table,
+        parse_epsilons,
+        write_json_atomic,
+        write_sweep,
+    )
+    from robustsafe.fit_critics import load_critics
+
+    if args.episodes < 1:
+        raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    if args.attack_space != "raw":
+        raise CLIError("--policy/--sb3: epsilon is in raw observation units (--attack-space raw)")
+    policy = _foreign_policy(args)
+    attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    if "none" not in attacks:
+        attacks.insert(0, "none")
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        _check_output(out, args.force)
+    try:
+        critics = load_critics(args.critics) if args.critics else None
+        epsilons = parse_epsilons(args.eps)
+        too_large = [e for e in epsilons if e > MAX_EPSILON]
+        if too_large and not args.allow_large_eps:
+            raise ValueError(
+                f"epsilon {max(too_large):g} is larger than {MAX_EPSILON:g}; pass "
+                "--allow-large-eps if you mean it"
+            )
+        from robustsafe.evaluate import check_attacks_for
+
+        check_attacks_for(policy, attacks, critics)
+        vec = VectorEnv(
+            args.env, min(args.num_envs, args.episodes), seed=args.seed, workers=args.workers
+        )
+    except (FileNotFoundError, ValueError, TypeError) as err:
+        raise CLIError(str(err)) from None
+    try:
+        results = evaluate_policy(
+            policy,
+            vec,
+            attacks=attacks,
+            epsilons=epsilons,
+            critics=critics,
+            episodes=args.episodes,
+            seed=args.seed,
+            attack_seed=args.attack_seed,
+            xi=args.xi,
+        )
+    except (ValueError, TypeError) as err:
+        raise CLIError(str(err)) from None
+    finally:
+        vec.close()
+    source = f"--sb3 {args.sb3}" if args.sb3 else f"--policy {args.policy}"
+    print(f"{args.env}: {args.episodes} paired episodes, seed {args.seed}, policy {source}")
+    print(format_paired_table(results))
+    if out is None:
+        return 0
+    payload = {
+        "policy": source,
+        "env_id": args.env,
+        "critics": args.critics,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "attack_seed": args.attack_seed,
+        "actions": "deterministic",
+        "epsilon_space": "raw",
+        "xi": args.xi,
+        "results": [r.to_dict() for r in results],
+    }
+    _write_or_keep(out, lambda path: write_json_atomic(path, payload))
+    print(f"written to {out}")
+    if len(epsilons) > 1 and len(attacks) > 1:
+        files = write_sweep(results, out.with_name(out.stem + "_sweep"), args.env)
+        print("sweep written to " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def _fit_critics_foreign(args: argparse.Namespace) -> int:
+    from robustsafe.envs import VectorEnv
+    from robustsafe.fit_critics import fit_policy_critics, resolve_exploration_std, save_critics
+
+    if args.steps < 1:
+        raise CLIError(f"--steps must be >= 1, got {args.steps}")
+    if args.out is None:
+        raise CLIError("--policy/--sb3: pass --out FILE.pt, the critics file to write")
+    out = Path(args.out)
+    _check_output(out, args.force)
+    policy = _foreign_policy(args)
+    try:
+        vec = VectorEnv(args.env, args.num_envs, seed=args.seed, workers=args.workers)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    try:
+        std = resolve_exploration_std(policy, vec.act_dim, args.exploration_std)
+        print(
+            f"exploration noise std {[round(float(x), 4) for x in std]} around the policy's action"
+        )
+        critics = fit_policy_critics(
+            policy,
+            vec,
+            steps=args.steps,
+            exploration_std=std,
+            seed=args.seed,
+            on_epoch=lambda m: print(
+                f"steps {m['env_steps']:>8.0f}  TD loss Q_r {m['loss_q_reward']:.4f}  "
+                f"Q_c {m['loss_q_cost']:.4f}",
+                flush=True,
+            ),
+        )
+    except (ValueError, TypeError) as err:
+        raise CLIError(str(err)) from None
+    finally:
+        vec.close()
+    _write_or_keep(out, lambda path: save_critics(path, critics, vec.obs_dim, vec.act_dim))
+    print(f"critics written to {out}; use them with evaluate --critics {out}")
+    return 0
+
+
+def _add_policy_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--policy",
+        metavar="MODULE:ATTR",
+        help="your own policy instead of --run: module:attr or file.py:attr (attr() calls it); "
+        "a torch.nn.Module, a robustsafe Policy or a numpy callable (black box). Runs that "
+        "code: name only code you trust. Needs --env",
+    )
+    p.add_argument(
+        "--sb3", metavar="ZIP", help="a Stable-Baselines3 PPO/A2C/SAC model file; needs --env"
+    )
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="--sb3: load the zip with SB3's own loader, which unpickles it (can run code "
+        "from the file). Without it only the weights are read (weights_only), for MlpPolicy "
+        "models with plain settings",
+    )
+    p.add_argument(
+        "--action-std",
+        type=float,
+        help="--policy with a torch module: std of the Gaussian around its action that MAD "
+        "measures (without it MAD and AMAD are refused) and fit-critics explores with",
+    )
 
 
 # ----------------------------------------------------------------------------- grid, table
@@ -611,7 +797,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_train)
 
     e = sub.add_parser("evaluate", help="evaluate an agent with deterministic actions")
-    e.add_argument("--run", required=True, help="run directory or agent .pt file")
+    e.add_argument("--run", help="run directory or agent .pt file (or --policy / --sb3)")
+    _add_policy_options(e)
+    e.add_argument(
+        "--critics", help="--policy/--sb3: critics file from fit-critics (mc, mr, amad, ...)"
+    )
     e.add_argument("--episodes", type=int, default=50)
     e.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     e.add_argument("--env", help="environment id (default: the agent's)")
@@ -654,9 +844,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_evaluate)
 
     f = sub.add_parser("fit-critics", help="fit the attackers' Q critics for an agent")
-    f.add_argument("--run", required=True, help="run directory or agent .pt file")
+    f.add_argument("--run", help="run directory or agent .pt file (or --policy / --sb3)")
+    _add_policy_options(f)
+    f.add_argument(
+        "--exploration-std",
+        type=float,
+        help="--policy/--sb3: Gaussian noise std around the policy's action while fitting "
+        "(default: the policy's own std if it has one, else 0.3)",
+    )
     f.add_argument("--steps", type=int, default=200_000, help="on-policy env steps to collect")
-    f.add_argument("--out", help="agent file to write (required unless --force)")
+    f.add_argument(
+        "--out",
+        help="agent file to write (required unless --force); with --policy/--sb3 the critics "
+        "file (evaluate --critics)",
+    )
     f.add_argument(
         "--force", action="store_true", help="replace --out if it exists (or the input agent)"
     )

@@ -71,7 +71,9 @@ class EvalResult:
 
 
 def check_compatible(agent: Agent, vec: VectorEnv) -> None:
-    if (agent.obs_dim, agent.act_dim) != (vec.obs_dim, vec.act_dim):
+    """The agent's (or policy's) observation and action sizes match ``vec``'s where stated."""
+    dims = (agent.obs_dim, agent.act_dim)
+    if any(d is not None and d != e for d, e in zip(dims, (vec.obs_dim, vec.act_dim), strict=True)):
         raise ValueError(
             f"the agent was trained on {agent.config.env_id} (observation size {agent.obs_dim}, "
             f"action size {agent.act_dim}); {vec.env_id} has observation size {vec.obs_dim} and "
@@ -79,12 +81,21 @@ def check_compatible(agent: Agent, vec: VectorEnv) -> None:
         )
 
 
+def _modules(agent: Agent) -> list[torch.nn.Module]:
+    parts = (agent.actor, agent.v_reward, agent.v_cost, agent.critics)
+    return [m for m in parts if isinstance(m, torch.nn.Module)]
+
+
 def float64_agent(agent: Agent) -> Agent:
-    """A copy of ``agent`` whose networks compute in float64 (``agent`` itself if they do)."""
-    if agent.actor.act_low.dtype == torch.float64:
+    """A copy of ``agent`` whose networks compute in float64 (``agent`` itself if they do).
+
+    A black-box policy (not an ``nn.Module``) is shared by the copy, not copied."""
+    params = [p for m in _modules(agent) for p in m.parameters() if p.is_floating_point()]
+    if all(p.dtype == torch.float64 for p in params):
         return agent
-    agent = copy.deepcopy(agent)  # one copy keeps the normaliser shared between networks
-    for module in (agent.actor, agent.v_reward, agent.v_cost, agent.critics):
+    memo = {} if isinstance(agent.actor, torch.nn.Module) else {id(agent.actor): agent.actor}
+    agent = copy.deepcopy(agent, memo)  # one copy keeps the normaliser shared between networks
+    for module in _modules(agent):
         module.double()
     return agent
 
@@ -292,3 +303,132 @@ def format_table(results: Sequence[EvalResult]) -> str:
             f"{s['length_mean']:>8.1f} {len(r.episodes):>4}"
         )
     return "\n".join(lines)
+
+
+def _stderr(d: np.ndarray) -> float:
+    return float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else math.nan
+
+
+# ----------------------------------------------------------------------------- any policy
+
+
+@dataclass
+class _PolicyConfig:
+    env_id: str
+
+
+@dataclass
+class PolicyAgent:
+    """A foreign ``Policy`` and its Q critics, shaped like an ``Agent`` for the evaluation."""
+
+    actor: Any
+    critics: Any
+    config: _PolicyConfig
+    obs_normalizer: Any = None
+    v_reward: Any = None
+    v_cost: Any = None
+
+    @property
+    def obs_dim(self) -> int | None:
+        return getattr(self.actor, "obs_dim", None)
+
+    @property
+    def act_dim(self) -> int | None:
+        return getattr(self.actor, "act_dim", None)
+
+
+def check_attacks_for(policy: Any, attacks: Sequence[str], critics: Any) -> None:
+    """Refuse, before any episode runs, an attacker the policy or the critics cannot serve."""
+    from robustsafe.attacks import make_attacker
+    from robustsafe.policy import black_box_error
+
+    for name in dict.fromkeys(attacks):
+        attacker = make_attacker(name, threshold=0.0) if name == "amad" else make_attacker(name)
+        if attacker.needs_gradients and not getattr(policy, "differentiable", True):
+            raise black_box_error(name, policy)
+        if attacker.needs_critics and critics is None:
+            raise ValueError(
+                f"attacker {name!r} needs Q critics of this policy: fit them with "
+                "robustsafe.fit_critics.fit_policy_critics (or `robustsafe fit-critics "
+                "--policy/--sb3 ... --out critics.pt`) and pass critics="
+            )
+
+
+def evaluate_policy(
+    policy: Any,
+    env: str | VectorEnv,
+    attacks: Sequence[str] = ("none",),
+    epsilons: Sequence[float] = (0.05,),
+    critics: Any = None,
+    episodes: int = 50,
+    seed: int = 0,
+    attack_seed: int = 0,
+    xi: float = 0.1,
+    num_envs: int = 10,
+    workers: int = 0,
+    on_step: Callable[[int], None] | None = None,
+) -> list[EvalResult]:
+    """Paired evaluation of any policy, natural and attacked: ``evaluate_agent`` for a foreign one.
+
+    ``policy`` is a ``robustsafe.policy.Policy`` or what ``as_policy`` adapts (a torch module, a
+    Stable-Baselines3 model, a numpy callable). ``env`` is an env id (a ``VectorEnv`` of
+    ``min(num_envs, episodes)`` envs on ``workers`` processes is built and closed) or a
+    ``VectorEnv``. ``critics`` (``QCritics`` or a critics file from ``save_critics``) serve
+    ``mc``, ``mr``, ``minr``, ``mix:W`` and ``amad``. Epsilon is in raw observation units.
+    """
+    from robustsafe.critics import QCritics
+    from robustsafe.fit_critics import load_critics
+    from robustsafe.policy import as_policy
+
+    policy = as_policy(policy)
+    if isinstance(critics, (str, Path)):
+        critics = load_critics(critics)
+    if critics is not None and not isinstance(critics, QCritics):
+        raise TypeError(f"critics must be QCritics or a critics file, got {type(critics).__name__}")
+    check_attacks_for(policy, attacks, critics)
+    own = isinstance(env, str)
+    vec = VectorEnv(env, min(num_envs, episodes), seed=seed, workers=workers) if own else env
+    try:
+        agent = PolicyAgent(policy, critics, _PolicyConfig("its training task"))
+        return evaluate_agent(
+            agent,  # type: ignore[arg-type]
+            vec,
+            episodes=episodes,
+            seed=seed,
+            attacks=attacks,
+            epsilons=epsilons,
+            attack_seed=attack_seed,
+            xi=xi,
+            on_step=on_step,
+        )
+    finally:
+        if own:
+            vec.close()
+
+
+def format_paired_table(results: Sequence[EvalResult]) -> str:
+    """Per attacker and epsilon: mean reward and cost, and their paired change against natural
+    (episode i attacked minus episode i natural: mean and its standard error)."""
+    natural = results[0]
+    r0 = np.array([e.reward for e in natural.episodes])
+    c0 = np.array([e.cost for e in natural.episodes])
+    head = (
+        f"{'attack':<10} {'epsilon':>8} {'reward':>9} {'Δreward (paired)':>18} "
+        f"{'cost':>8} {'Δcost (paired)':>16} {'n':>4}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in results:
+        rr = np.array([e.reward for e in r.episodes])
+        cc = np.array([e.cost for e in r.episodes])
+        n = len(rr)
+        dr, dc = rr - r0[:n], cc - c0[:n]
+        lines.append(
+            f"{r.attack:<10} {r.epsilon:>8.4g} {rr.mean():>9.1f} "
+            f"{dr.mean():>+9.1f} ± {_stderr(dr):<6.1f} {cc.mean():>8.2f} "
+            f"{dc.mean():>+8.2f} ± {_stderr(dc):<5.2f} {n:>4}"
+        )
+    return "\n".join(lines)
+
+
+def _stderr(d: np.ndarray) -> float:
+    return float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else math.nan

@@ -3,11 +3,21 @@
 The agent's stochastic policy collects its own on-policy data; Q_r and Q_c are then fitted by
 the same TD learning that training runs use (``robustsafe.critics``), from freshly initialised
 networks.
+
+A foreign policy (``fit_policy_critics``; any ``robustsafe.policy.Policy``) is deterministic as
+the attacks see it, and critics fitted on its deterministic actions alone would never see
+another action at a state, so their action gradients (what MC and MR follow) would mean
+nothing. It explores with Gaussian noise around its deterministic action: data are collected
+with ``a = mu(s) + std * N(0, 1)`` (the environment clips), and the TD target's next action is
+drawn the same way. ``std`` is ``exploration_std`` if given, else the policy's own
+``action_std`` (``TorchPolicy(..., action_std=)``, SB3 PPO's exp(log_std)), else
+``DEFAULT_EXPLORATION_STD`` (0.3 action units).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -16,6 +26,7 @@ from robustsafe.agent import Agent
 from robustsafe.critics import CriticConfig, CriticTrainer, QCritics
 from robustsafe.envs import VectorEnv
 from robustsafe.evaluate import check_compatible
+from robustsafe.policy import DEFAULT_EXPLORATION_STD, policy_dtype
 from robustsafe.rollout import Collector
 
 
@@ -30,32 +41,184 @@ def fit_critics(
 ) -> list[dict[str, float]]:
     """Replace ``agent.critics`` with critics fitted to its policy; returns per-epoch losses."""
     check_compatible(agent, vec)
+    critics, history = _fit(
+        agent.actor,
+        agent.obs_dim,
+        agent.act_dim,
+        agent.config.ppo.hidden,
+        agent.obs_normalizer,
+        cfg or agent.config.critics,
+        vec,
+        steps,
+        updates_per_1000_steps,
+        seed,
+        on_epoch,
+    )
+    agent.critics = critics
+    return history
+
+
+def _fit(
+    actor,
+    obs_dim: int,
+    act_dim: int,
+    hidden,
+    normalizer,
+    cfg: CriticConfig,
+    vec: VectorEnv,
+    steps: int,
+    updates_per_1000_steps: int,
+    seed: int,
+    on_epoch,
+) -> tuple[QCritics, list[dict[str, float]]]:
     if steps < vec.num_envs:
         raise ValueError(f"steps must be >= the number of envs ({vec.num_envs}), got {steps}")
-    cfg = cfg or agent.config.critics
     episode_len = vec.max_episode_steps or 200
     rollout_len = episode_len
     epochs = max(1, int(np.ceil(steps / (rollout_len * vec.num_envs))))
     updates = max(1, int(updates_per_1000_steps * rollout_len * vec.num_envs / 1000))
     cfg = replace(cfg, updates_per_epoch=updates)
     torch.manual_seed(seed)
-    critics = QCritics(agent.obs_dim, agent.act_dim, agent.config.ppo.hidden, agent.obs_normalizer)
-    trainer = CriticTrainer(critics, agent.obs_dim, agent.act_dim, cfg)
+    critics = QCritics(obs_dim, act_dim, hidden, normalizer)
+    trainer = CriticTrainer(critics, obs_dim, act_dim, cfg)
     generator = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
     collector = Collector(vec, seed)
     history = []
     for epoch in range(1, epochs + 1):
-        res = collector.collect(agent.actor, rollout_len, generator)
+        res = collector.collect(actor, rollout_len, generator)
         ro = res.rollout
         n = ro.size
         trainer.add_rollout(ro)
         with torch.enable_grad():
             critics.train()
-            metrics = trainer.update(agent.actor, rng)
+            metrics = trainer.update(actor, rng)
         metrics["env_steps"] = float(epoch * n)
         history.append(metrics)
         if on_epoch is not None:
             on_epoch(metrics)
-    agent.critics = critics.eval().requires_grad_(False)
-    return history
+    return critics.eval().requires_grad_(False), history
+
+
+class ExplorationActor(torch.nn.Module):
+    """A deterministic policy plus Gaussian noise, in the shape the collector and the critic
+    trainer use (``mean_action``, ``log_std``, ``distribution``)."""
+
+    def __init__(self, policy, std: torch.Tensor) -> None:
+        super().__init__()
+        self.policy = policy
+        self.log_std = torch.nn.Parameter(std.log(), requires_grad=False)
+
+    def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.policy.deterministic_action(obs.to(policy_dtype(self.policy) or obs.dtype))
+
+    def distribution(self, obs: torch.Tensor) -> torch.distributions.Normal:
+        mean = self.mean_action(obs)
+        return torch.distributions.Normal(mean, self.log_std.exp().to(mean.dtype).expand_as(mean))
+
+
+def resolve_exploration_std(policy, act_dim: int, std=None) -> torch.Tensor:
+    """The exploration noise of ``fit_policy_critics`` (see the module docstring)."""
+    if std is None:
+        std = getattr(policy, "action_std", None)
+    if std is None:
+        std = DEFAULT_EXPLORATION_STD
+    t = torch.as_tensor(std, dtype=torch.float32).detach().reshape(-1).clone()
+    if t.numel() == 1:
+        t = t.expand(act_dim).clone()
+    if t.shape != (act_dim,) or not bool(torch.all(torch.isfinite(t) & (t > 0))):
+        raise ValueError(f"exploration std must be > 0, one or {act_dim} values, got {std}")
+    return t
+
+
+def fit_policy_critics(
+    policy,
+    vec: VectorEnv | str,
+    steps: int = 200_000,
+    exploration_std: float | None = None,
+    hidden: tuple[int, ...] = (128, 128),
+    updates_per_1000_steps: int = 50,
+    seed: int = 0,
+    cfg: CriticConfig | None = None,
+    num_envs: int = 10,
+    workers: int = 0,
+    on_epoch: callable | None = None,
+) -> QCritics:
+    """Q_r and Q_c of a foreign policy (any ``Policy``, or what ``as_policy`` adapts).
+
+    ``vec`` is a ``VectorEnv`` or an env id (then ``num_envs`` envs on ``workers`` processes are
+    built and closed). The policy explores with Gaussian noise (module docstring). The critics
+    take raw observations (no normaliser) and use the paper's critic settings unless ``cfg``.
+    """
+    from robustsafe.policy import as_policy, black_box_error
+
+    policy = as_policy(policy)
+    if not getattr(policy, "differentiable", True):
+        raise black_box_error("mc", policy)  # critics serve only the gradient attackers
+    own = isinstance(vec, str)
+    if own:
+        vec = VectorEnv(vec, num_envs, seed=seed, workers=workers)
+    try:
+        for name, d, e in (
+            ("observation", policy.obs_dim, vec.obs_dim),
+            ("action", policy.act_dim, vec.act_dim),
+        ):
+            if d is not None and d != e:
+                raise ValueError(f"the policy's {name} size is {d}; {vec.env_id}'s is {e}")
+        std = resolve_exploration_std(policy, vec.act_dim, exploration_std)
+        actor = ExplorationActor(policy, std).eval()
+        critics, _ = _fit(
+            actor,
+            vec.obs_dim,
+            vec.act_dim,
+            tuple(hidden),
+            None,
+            cfg or CriticConfig(),
+            vec,
+            steps,
+            updates_per_1000_steps,
+            seed,
+            on_epoch,
+        )
+    finally:
+        if own:
+            vec.close()
+    return critics
+
+
+CRITICS_FORMAT = "robustsafe-critics"
+
+
+def save_critics(path, critics: QCritics, obs_dim: int, act_dim: int) -> None:
+    """A critics file (tensors and plain values only: loads with ``weights_only=True``)."""
+    from robustsafe.agent import atomic_torch_save
+
+    hidden = [m.out_features for m in critics.q_cost.heads[0] if isinstance(m, torch.nn.Linear)]
+    atomic_torch_save(
+        {
+            "format": CRITICS_FORMAT,
+            "version": 1,
+            "obs_dim": obs_dim,
+            "act_dim": act_dim,
+            "hidden": hidden[:-1],
+            "critics": critics.state_dict(),
+        },
+        Path(path),
+    )
+
+
+def load_critics(path) -> QCritics:
+    from robustsafe.runstate import load_error_reason, safe_torch_load
+
+    path = Path(path)
+    try:
+        data = safe_torch_load(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no critics file at {path}") from None
+    except Exception as err:
+        raise ValueError(f"cannot read critics file {path} ({load_error_reason(err)})") from None
+    if not isinstance(data, dict) or data.get("format") != CRITICS_FORMAT:
+        raise ValueError(f"{path} is not a RobustSafe critics file (made by fit-critics --out)")
+    critics = QCritics(data["obs_dim"], data["act_dim"], tuple(data["hidden"]))
+    critics.load_state_dict(data["critics"])
+    return critics.eval().requires_grad_(False)

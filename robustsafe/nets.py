@@ -102,7 +102,11 @@ class GaussianActor(nn.Module):
     bound the trained stochastic policy executes less than it (CarCircle's throttle: mean 1.0,
     executed 0.89 on average) and the mean action drives faster than the policy the Lagrangian
     constrained. ``deterministic="mean"`` gives the mean (the paper's protocol text).
+
+    It satisfies ``robustsafe.policy.Policy``.
     """
+
+    differentiable = True
 
     def __init__(
         self,
@@ -126,6 +130,14 @@ class GaussianActor(nn.Module):
         self.log_std = nn.Parameter(torch.full((act_dim,), float(init_log_std)))
         self.register_buffer("act_low", torch.full((act_dim,), float(act_low)))
         self.register_buffer("act_high", torch.full((act_dim,), float(act_high)))
+
+    @property
+    def obs_dim(self) -> int:
+        return int(self.net[0].in_features)
+
+    @property
+    def act_dim(self) -> int:
+        return int(self.log_std.shape[0])
 
     def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
         """The deterministic action mu(s), differentiable with respect to ``obs``."""
@@ -190,6 +202,16 @@ class SquashedGaussianActor(nn.Module):
         self.net = mlp(obs_dim, hidden, 2 * act_dim)
         self.register_buffer("act_low", torch.full((act_dim,), float(act_low)))
         self.register_buffer("act_high", torch.full((act_dim,), float(act_high)))
+
+    differentiable = True  # robustsafe.policy.Policy
+
+    @property
+    def obs_dim(self) -> int:
+        return int(self.net[0].in_features)
+
+    @property
+    def act_dim(self) -> int:
+        return int(self.act_low.shape[0])
 
     def gaussian(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(mu, log sigma) of the pre-tanh Gaussian."""

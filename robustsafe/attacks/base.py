@@ -10,7 +10,8 @@ only from ``generator``'s randomness, and keeps nothing between calls. ``generat
 row's result then does not depend on the rest of its batch; see ``robustsafe.attacks.rng``).
 It never changes the networks: no parameter, no ``.grad``, no train/eval mode. Observations of
 another float dtype (float64: numpy's default) are cast to the actor's; a width other than the
-actor's is an error.
+actor's is an error. ``actor`` is any ``robustsafe.policy.Policy``; attackers with
+``needs_gradients`` refuse a black-box one (``differentiable`` False).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from torch import Tensor
 from robustsafe.attacks.ball import apply_perturbation
 from robustsafe.attacks.rng import RNG, RowGenerators
 from robustsafe.critics import QCritics
-from robustsafe.nets import GaussianActor
+from robustsafe.policy import Policy, black_box_error, policy_dtype
 
 
 class Attacker(ABC):
@@ -37,11 +38,12 @@ class Attacker(ABC):
 
     name: str = ""
     needs_critics: bool = False
+    needs_gradients: bool = True  # False: works on a black-box (non-differentiable) policy
     norm: str = "linf"
 
     def __call__(
         self,
-        actor: GaussianActor,
+        actor: Policy,
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
@@ -49,6 +51,8 @@ class Attacker(ABC):
         scale: Tensor | None = None,
     ) -> Tensor:
         epsilon = self._check(critics, obs, epsilon, generator, scale)
+        if self.needs_gradients and not getattr(actor, "differentiable", True):
+            raise black_box_error(self.name, actor)
         obs = _as_actor_input(actor, obs)
         if epsilon == 0.0 or obs.shape[0] == 0:
             return obs.detach().clone()
@@ -73,7 +77,7 @@ class Attacker(ABC):
     @abstractmethod
     def perturbation(
         self,
-        actor: GaussianActor,
+        actor: Policy,
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
@@ -126,18 +130,17 @@ class Attacker(ABC):
         return epsilon
 
 
-def _as_actor_input(actor: GaussianActor, obs: Tensor) -> Tensor:
+def _as_actor_input(actor: Policy, obs: Tensor) -> Tensor:
     """``obs`` in the actor's dtype (float64 observations are common: numpy's default), after
-    checking its width against the actor's first layer when the actor has one."""
-    first = next((m for m in actor.modules() if isinstance(m, torch.nn.Linear)), None)
-    if first is not None and obs.shape[1] != first.in_features:
+    checking its width against the policy's ``obs_dim`` when it states one."""
+    width = getattr(actor, "obs_dim", None)
+    if width is not None and obs.shape[1] != width:
         raise ValueError(
-            f"obs has {obs.shape[1]} columns but the actor takes observations of size "
-            f"{first.in_features}"
+            f"obs has {obs.shape[1]} columns but the actor takes observations of size {width}"
         )
-    param = next(actor.parameters(), None)
-    if param is not None and obs.dtype != param.dtype:
-        return obs.to(param.dtype)
+    dtype = policy_dtype(actor)
+    if dtype is not None and obs.dtype != dtype:
+        return obs.to(dtype)
     return obs
 
 
@@ -145,10 +148,11 @@ class NoAttacker(Attacker):
     """``none``: the identity (the clean observations, copied)."""
 
     name = "none"
+    needs_gradients = False
 
     def perturbation(
         self,
-        actor: GaussianActor,
+        actor: Policy,
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,

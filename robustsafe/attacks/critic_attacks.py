@@ -17,11 +17,11 @@ from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import CRITIC_ATTACK_DEFAULTS, AttackConfig
 from robustsafe.attacks.rng import RNG
 from robustsafe.critics import QCritics
-from robustsafe.nets import GaussianActor
+from robustsafe.policy import Policy
 
 
 def critic_objective(
-    actor: GaussianActor,
+    actor: Policy,
     critics: QCritics,
     clean_obs: Tensor,
     perturbed_obs: Tensor,
@@ -66,7 +66,7 @@ class CriticAttacker(Attacker):
         self.config = config
         self.norm = config.norm
 
-    def objective(self, actor: GaussianActor, critics: QCritics, clean_obs, perturbed_obs):
+    def objective(self, actor: Policy, critics: QCritics, clean_obs, perturbed_obs):
         """The attack objective of each state (what the attack maximises)."""
         return critic_objective(
             actor, critics, clean_obs, perturbed_obs, self.cost_weight, self.reward_weight
@@ -74,7 +74,7 @@ class CriticAttacker(Attacker):
 
     def perturbation(
         self,
-        actor: GaussianActor,
+        actor: Policy,
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,

@@ -18,7 +18,7 @@ from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import MAD_DEFAULTS, AttackConfig
 from robustsafe.attacks.rng import RNG, select_rows
 from robustsafe.critics import QCritics
-from robustsafe.nets import GaussianActor
+from robustsafe.policy import Policy
 
 _CHUNK = 65536
 
@@ -41,7 +41,7 @@ class MADAttacker(Attacker):
 
     def perturbation(
         self,
-        actor: GaussianActor,
+        actor: Policy,
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
@@ -60,7 +60,7 @@ class MADAttacker(Attacker):
 
 
 @torch.no_grad()
-def cost_values(actor: GaussianActor, critics: QCritics, obs: Tensor) -> Tensor:
+def cost_values(actor: Policy, critics: QCritics, obs: Tensor) -> Tensor:
     """``Q_c(s, mu(s))`` per observation, shape ``(batch,)``, computed in chunks."""
     parts = [
         critics.q_cost(chunk, actor.deterministic_action(chunk))
@@ -69,9 +69,7 @@ def cost_values(actor: GaussianActor, critics: QCritics, obs: Tensor) -> Tensor:
     return torch.cat(parts) if parts else obs.new_zeros(0)
 
 
-def amad_threshold(
-    actor: GaussianActor, critics: QCritics, natural_obs: Tensor, xi: float = 0.1
-) -> float:
+def amad_threshold(actor: Policy, critics: QCritics, natural_obs: Tensor, xi: float = 0.1) -> float:
     """AMAD's threshold: the (1 - xi) quantile of ``Q_c(s, mu(s))`` over natural observations.
 
     ``natural_obs`` are observations met in unattacked episodes, shape ``(n, obs_dim)``. The
@@ -103,13 +101,13 @@ class AMADAttacker(Attacker):
         self.norm = config.norm
         self._mad = MADAttacker(config)
 
-    def risky(self, actor: GaussianActor, critics: QCritics, obs: Tensor) -> Tensor:
+    def risky(self, actor: Policy, critics: QCritics, obs: Tensor) -> Tensor:
         """Boolean mask of the states AMAD attacks, shape ``(batch,)``."""
         return cost_values(actor, critics, obs).double() >= self.threshold
 
     def perturbation(
         self,
-        actor: GaussianActor,
+        actor: Policy,
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,

@@ -10,13 +10,14 @@ from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import NORMS
 from robustsafe.attacks.rng import RNG
 from robustsafe.critics import QCritics
-from robustsafe.nets import GaussianActor
+from robustsafe.policy import Policy
 
 
 class RandomAttacker(Attacker):
     """Uniform noise in the epsilon-ball: the l_inf box, or the l_2 ball by volume."""
 
     name = "random"
+    needs_gradients = False
 
     def __init__(self, norm: str = "linf") -> None:
         if norm not in NORMS:
@@ -25,7 +26,7 @@ class RandomAttacker(Attacker):
 
     def perturbation(
         self,
-        actor: GaussianActor,
+        actor: Policy,
         critics: QCritics | None,
         obs: Tensor,
         epsilon: float,
