@@ -150,6 +150,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         write_json_atomic,
         write_sweep,
     )
+    from robustsafe.experiments.plots import cost_limit_of
 
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
     try:
@@ -237,6 +238,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "actions": "deterministic (mean)",
         "epsilon_space": args.attack_space,
         "xi": args.xi,
+        "cost_limit": cost_limit_of(agent.config),
         "results": [r.to_dict() for r in results],
     }
     print(  # first: whatever happens to the files, the numbers are on screen
@@ -250,7 +252,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     _write_or_keep(out, lambda path: write_json_atomic(path, payload))
     print(f"written to {out}")
     if len(epsilons) > 1 and any(a != "none" for a in attacks):
-        files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}")
+        meta = {k: v for k, v in payload.items() if k not in ("env_id", "results")}
+        files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}", meta)
         print("sweep written to " + ", ".join(str(f) for f in files))
     return 0
 
@@ -267,7 +270,7 @@ def parse_epsilons_quietly(text: str) -> list[float]:
 
 def _sweep_files(out: Path) -> list[Path]:
     prefix = out.with_name(out.stem + "_sweep")
-    return [prefix.with_suffix(".csv"), prefix.with_suffix(".png")]
+    return [prefix.with_suffix(ext) for ext in (".csv", ".png", ".pdf")]
 
 
 def _check_output(path: Path, force: bool) -> None:
@@ -549,6 +552,44 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- plot
+
+
+def _figure_prefix(out: str) -> Path:
+    """``--out fig``, ``fig.png`` or ``fig.pdf``: the prefix of fig.png, fig.pdf, fig.csv."""
+    path = Path(out)
+    return path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
+
+
+def cmd_plot_curves(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.plots import load_training_run, write_curves_figure
+
+    try:
+        runs = [load_training_run(r) for r in args.runs]
+        paths, notes = write_curves_figure(runs, _figure_prefix(args.out))
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    for note in notes:
+        print(f"note: {note}")
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_plot_sweep(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.plots import load_sweep_file, write_sweep_figure
+
+    attacks = None
+    if args.attacks:
+        attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    try:
+        runs = [load_sweep_file(f) for f in args.files]
+        paths = write_sweep_figure(runs, _figure_prefix(args.out), attacks, args.cost_limit)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 # ----------------------------------------------------------------------------- tabular
 
 
@@ -723,6 +764,39 @@ def build_parser() -> argparse.ArgumentParser:
     xs.add_argument("--num-envs", type=int, default=10)
     xs.add_argument("--workers", type=int, default=2)
     xs.set_defaults(func=cmd_xi_sweep)
+
+    pl = sub.add_parser("plot", help="figures: training curves, reward/cost against epsilon")
+    pl_sub = pl.add_subparsers(dest="plot_command", required=True)
+    pc = pl_sub.add_parser(
+        "curves",
+        help="training curves (reward, cost, lambda, epsilon) of run directories; the seeds "
+        "of one (env, learner, mode, preset) as mean and band",
+    )
+    pc.add_argument("runs", nargs="+", metavar="RUN", help="run directories (metrics.csv)")
+    pc.add_argument(
+        "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
+    )
+    pc.set_defaults(func=cmd_plot_curves)
+    ps = pl_sub.add_parser(
+        "sweep",
+        help="the paper's Figure 2: reward and cost against epsilon per attacker, from "
+        "`robustsafe evaluate --eps START:STOP:COUNT --out X.json` files (seeds as bands)",
+    )
+    ps.add_argument("files", nargs="+", metavar="EVAL.json", help="evaluation sweep files")
+    ps.add_argument(
+        "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
+    )
+    ps.add_argument(
+        "--attacks",
+        help="comma-separated attackers to draw (default: all evaluated), e.g. "
+        "random,mad,amad,mc,mr",
+    )
+    ps.add_argument(
+        "--cost-limit",
+        type=float,
+        help="the cost limit line (default: the one the files record, else 5)",
+    )
+    ps.set_defaults(func=cmd_plot_sweep)
 
     tab = sub.add_parser("tabular", help="the exact finite-CMDP toolkit")
     tab_sub = tab.add_subparsers(dest="tabular_command", required=True)
