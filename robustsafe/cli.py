@@ -566,7 +566,7 @@ def cmd_plot_curves(args: argparse.Namespace) -> int:
 
     try:
         runs = [load_training_run(r) for r in args.runs]
-        paths, notes = write_curves_figure(runs, _figure_prefix(args.out))
+        paths, notes = write_curves_figure(runs, _figure_prefix(args.out), args.smooth)
     except ValueError as err:
         raise CLIError(str(err)) from None
     for note in notes:
@@ -775,6 +775,12 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("runs", nargs="+", metavar="RUN", help="run directories (metrics.csv)")
     pc.add_argument(
         "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
+    )
+    pc.add_argument(
+        "--smooth",
+        type=int,
+        default=1,
+        help="average each seed over the last N epochs before the mean and band (default 1: none)",
     )
     pc.set_defaults(func=cmd_plot_curves)
     ps = pl_sub.add_parser(

@@ -384,9 +384,25 @@ class CurvePoint:
     seed_values: tuple[float, ...]
 
 
-def curve_series(runs: Sequence[TrainingRun]) -> tuple[list[CurvePoint], list[str]]:
+def smoothed(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing moving average over ``window`` epochs (fewer at the start), NaNs skipped."""
+    if window <= 1:
+        return values
+    out = np.empty_like(values, dtype=np.float64)
+    for j in range(len(values)):
+        part = values[max(0, j - window + 1) : j + 1]
+        part = part[~np.isnan(part)]
+        out[j] = part.mean() if len(part) else math.nan
+    return out
+
+
+def curve_series(
+    runs: Sequence[TrainingRun], smooth: int = 1
+) -> tuple[list[CurvePoint], list[str]]:
     """The points of every (env, learner, mode, preset) group and panel, over the epochs all
     of the group's seeds have; and notes (a group cut to its shortest seed, a missing column).
+    ``smooth``: each seed's values (but epsilon, the schedule) are first averaged over the last
+    ``smooth`` epochs.
 
     ValueError if a seed appears twice in a group or its seeds disagree on env steps.
     """
@@ -422,7 +438,10 @@ def curve_series(runs: Sequence[TrainingRun]) -> tuple[list[CurvePoint], list[st
             if col is None:
                 notes.append(f"{name}: no {' / '.join(names)} column: no {title} curve")
                 continue
-            values = np.array([m.columns[col][i] for m, i in zip(members, idx, strict=True)])
+            window = 1 if col == "epsilon" else smooth  # the schedule is exact: never smoothed
+            values = np.array(
+                [smoothed(m.columns[col][i], window) for m, i in zip(members, idx, strict=True)]
+            )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # an epoch with no episode
                 mean = np.nanmean(values, axis=0)
@@ -473,10 +492,10 @@ def format_curves_csv(points: Sequence[CurvePoint]) -> str:
 
 
 def write_curves_figure(
-    runs: Sequence[TrainingRun], out_prefix: str | Path
+    runs: Sequence[TrainingRun], out_prefix: str | Path, smooth: int = 1
 ) -> tuple[list[Path], list[str]]:
     """Training curves as ``<prefix>.png``, ``.pdf`` and ``.csv``; returns the paths and the
-    notes of ``curve_series``."""
+    notes of ``curve_series`` (``smooth``: its moving-average window, in epochs)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -484,7 +503,9 @@ def write_curves_figure(
 
     if not runs:
         raise ValueError("no run to plot")
-    points, notes = curve_series(runs)
+    if smooth < 1:
+        raise ValueError(f"smooth must be >= 1 epoch, got {smooth}")
+    points, notes = curve_series(runs, smooth)
     envs = list(dict.fromkeys(p.env_id for p in points))
     presets = {r.preset for r in runs}
     fig, axes = plt.subplots(
@@ -530,6 +551,12 @@ def write_curves_figure(
             if title in ("episode reward", "episode cost"):
                 ax.legend(fontsize=7, loc="best")
     fig.suptitle(
-        "Training curves: mean across seeds; band = std across seeds (per epoch)", fontsize=10
+        "Training curves: mean across seeds; band = std across seeds (per epoch)"
+        + (
+            f"; each seed averaged over the last {smooth} epochs (not epsilon)"
+            if smooth > 1
+            else ""
+        ),
+        fontsize=10,
     )
     return save_figure(fig, Path(out_prefix), format_curves_csv(points)), notes

@@ -138,6 +138,10 @@ def test_curves_cut_to_common_epochs_and_refuse_duplicate_seed(tmp_path, capsys)
     points, notes = plots.curve_series(runs)
     assert {p.epoch for p in points} == {1, 2}
     assert any("cut to the 2 epochs" in n for n in notes)
+    # smoothing: each seed's trailing mean over 2 epochs, then the mean across seeds
+    smooth = {p.epoch: p.mean for p in plots.curve_series(runs, 2)[0] if p.column == "ep_return"}
+    assert smooth == {1: 1.0, 2: 1.5}
+    assert np.allclose(plots.smoothed(np.array([1.0, np.nan, 3.0, 5.0]), 2), [1, 1, 3, 4])
     with pytest.raises(ValueError, match="seed used twice"):
         plots.curve_series([runs[0], runs[0]])
     assert main(["plot", "curves", str(tmp_path / "nothing"), "--out", str(tmp_path / "f")]) == 2
