@@ -187,6 +187,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 make_attacker(name)
     except ValueError as err:
         raise CLIError(str(err)) from None
+    if args.video is not None:  # before any episode runs
+        if not any(a != "none" for a in attacks) or max(epsilons) <= 0:
+            raise CLIError("--video needs an attacker (--attacks) and an epsilon > 0 (--eps)")
+        if args.video_episodes < 1:
+            raise CLIError(f"--video-episodes must be >= 1, got {args.video_episodes}")
     num_envs = min(args.num_envs, args.episodes)
     try:
         vec = VectorEnv(
@@ -248,13 +253,45 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(format_table(results))
     if out is None:
         print("not saved: pass --out FILE.json to keep every episode (and a sweep's figure)")
-        return 0
+        return _record_videos(args, agent, env_id, attacks, epsilons)
     _write_or_keep(out, lambda path: write_json_atomic(path, payload))
     print(f"written to {out}")
     if len(epsilons) > 1 and any(a != "none" for a in attacks):
         meta = {k: v for k, v in payload.items() if k not in ("env_id", "results")}
         files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}", meta)
         print("sweep written to " + ", ".join(str(f) for f in files))
+    return _record_videos(args, agent, env_id, attacks, epsilons)
+
+
+def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons) -> int:
+    """``evaluate --video DIR``: natural and attacked episodes side by side, at the largest
+    epsilon (robustsafe.video)."""
+    if args.video is None:
+        return 0
+    from robustsafe.video import record_videos
+
+    eps = max(epsilons)
+    print(f"recording {args.video_episodes} paired episode(s) per attacker at epsilon {eps:g}")
+    try:
+        paths = record_videos(
+            agent,
+            env_id,
+            attacks,
+            eps,
+            args.video,
+            episodes=args.video_episodes,
+            seed=args.seed,
+            attack_seed=args.attack_seed,
+            attack_space=args.attack_space,
+            xi=args.xi,
+            fps=args.video_fps,
+            env_kwargs=agent.config.env_kwargs,
+        )
+    except ValueError as err:
+        raise CLIError(f"--video: {err}") from None
+    if any(p.suffix == ".gif" for p in paths):
+        print("imageio-ffmpeg is not installed (pip install robustsafe[video]): wrote GIFs")
+    print("videos written: " + ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -690,6 +727,19 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--num-envs", type=int, default=10)
     e.add_argument("--workers", type=int, default=2)
     e.add_argument("--no-progress", action="store_true")
+    e.add_argument(
+        "--video",
+        metavar="DIR",
+        help="also record natural and attacked episodes side by side, one MP4 per attacker at "
+        "the largest --eps, in DIR (Bullet's offscreen renderer; the `video` extra)",
+    )
+    e.add_argument(
+        "--video-episodes",
+        type=int,
+        default=1,
+        help="paired episodes per video (the first ones of --seed; default 1)",
+    )
+    e.add_argument("--video-fps", type=int, default=30, help="frames per second (default 30)")
     e.set_defaults(func=cmd_evaluate)
 
     f = sub.add_parser("fit-critics", help="fit the attackers' Q critics for an agent")
