@@ -5,8 +5,9 @@ the same reset seed, as in ``robustsafe.evaluate``) are played with the agent's 
 actions, once without attack and once under the attacker at ``epsilon``, through
 ``evaluate_agent`` itself on one in-process environment whose frames are recorded. Each video
 frame is the natural frame (left) next to the attacked one (right), each labelled with the
-episode's reward and cost so far; the side whose episode ended first holds its last frame.
-One file per attacker, the episodes one after the other: ``DIR/natural-vs-<attack>-eps<eps>.mp4``
+episode's reward and cost so far in a strip under it; the side whose episode ended first holds
+its last frame. One file per attacker, the episodes one after the other:
+``DIR/natural-vs-<attack>-eps<eps>.mp4``
 (H.264 through ``imageio-ffmpeg``, the ``video`` extra), or a GIF where that is not installed.
 
 Frames come from Bullet-Safety-Gym's offscreen renderer: ``env.unwrapped.render(mode=
@@ -97,18 +98,22 @@ def _font() -> Any:
         return ImageFont.load_default()
 
 
+LABEL_HEIGHT = 48  # the strip under each picture with its labels (even, for H.264)
+
+
 def _label(frame: np.ndarray, title: str, reward: float, cost: float, hit: bool) -> np.ndarray:
+    """The picture with a strip under it: the run's name, reward and cost so far (red once
+    there is a cost); a red border on a step with a cost."""
     from PIL import Image, ImageDraw
 
-    img = Image.fromarray(frame)
+    h, w = frame.shape[:2]
+    img = Image.new("RGB", (w, h + LABEL_HEIGHT), (255, 255, 255))
+    img.paste(Image.fromarray(frame), (0, 0))
     draw = ImageDraw.Draw(img)
-    text = f"{title}\nreward {reward:.1f}\ncost {cost:.0f}"
-    draw.rectangle((0, 0, 160, 50), fill=(255, 255, 255))
-    draw.multiline_text(
-        (5, 3), text, fill=(200, 0, 0) if cost > 0 else (0, 0, 0), font=_font(), spacing=2
-    )
-    if hit:  # a cost this step: a red frame around the picture
-        w, h = img.size
+    color = (200, 0, 0) if cost > 0 else (0, 0, 0)
+    draw.text((5, h + 3), title, fill=(0, 0, 0), font=_font())
+    draw.text((5, h + 24), f"reward {reward:.1f}   cost {cost:.0f}", fill=color, font=_font())
+    if hit:
         draw.rectangle((0, 0, w - 1, h - 1), outline=(255, 0, 0), width=4)
     return np.asarray(img)
 

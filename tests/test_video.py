@@ -8,7 +8,7 @@ from test_evaluate_attacks import toy_agent_dir  # noqa: F401  (the fixture)
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
-from robustsafe.video import Episode, record_videos, side_by_side
+from robustsafe.video import LABEL_HEIGHT, Episode, record_videos, side_by_side
 
 imageio = pytest.importorskip("imageio.v2")
 
@@ -41,7 +41,7 @@ def test_side_by_side_holds_the_shorter_episode_and_marks_costs():
     b = Episode([np.full((8, 10, 3), 9, np.uint8)] * 5, [0, 1, 2, 3, 4], [0, 1, 1, 2, 2])
     frames = side_by_side(a, b, "MR eps 0.05")
     assert len(frames) == 5
-    assert all(f.shape == (8, 20, 3) for f in frames)
+    assert all(f.shape == (8 + LABEL_HEIGHT, 20, 3) for f in frames)
 
 
 def test_video_frames_pair_natural_and_attacked(toy_agent_dir, toy_env_id, tmp_path):  # noqa: F811
@@ -69,7 +69,7 @@ def test_video_frames_pair_natural_and_attacked(toy_agent_dir, toy_env_id, tmp_p
             frames = [reader.get_data(t) for t in range(2 * 21)]
         for t in (0, 20, 21, 41):
             frame = frames[t]
-            assert frame.shape[:2] == (120, 400)  # natural | attacked
+            assert frame.shape[:2] == (120 + LABEL_HEIGHT, 400)  # natural | attacked
             # natural on the left, this attacker's run on the right
             assert abs(int(frame[110, 190, 2]) - 0) < 20
             assert abs(int(frame[110, 390, 2]) - 80 * run) < 20
@@ -112,3 +112,5 @@ def test_bullet_video_of_the_zoo_agent(tmp_path):
     assert main([*args, "--attacks", "none,mr", "--eps", "0.05", "--video", str(out)]) == 0
     (path,) = sorted(out.iterdir())
     assert count_frames(path) == 201  # the start and 200 steps
+    reader = __import__("imageio.v2").v2.get_reader(path)
+    assert reader.get_data(0).shape == (240 + LABEL_HEIGHT, 640, 3)
