@@ -627,6 +627,19 @@ def cmd_plot_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.report import write_report
+
+    try:
+        page, notes = write_report(args.runs_dir, args.out)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    for note in notes:
+        print(f"note: {note}")
+    print(f"written: {page}")
+    return 0
+
+
 # ----------------------------------------------------------------------------- tabular
 
 
@@ -853,6 +866,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the cost limit line (default: the one the files record, else 5)",
     )
     ps.set_defaults(func=cmd_plot_sweep)
+
+    rp = sub.add_parser(
+        "report",
+        help="one self-contained HTML page of a grid: tables, figures, videos, runs, settings",
+    )
+    rp.add_argument("runs_dir", help="directory of run directories (as robustsafe grid writes)")
+    rp.add_argument("--out", help="HTML file (default RUNS_DIR/report.html)")
+    rp.set_defaults(func=cmd_report)
 
     tab = sub.add_parser("tabular", help="the exact finite-CMDP toolkit")
     tab_sub = tab.add_subparsers(dest="tabular_command", required=True)
