@@ -114,3 +114,14 @@ def test_bullet_video_of_the_zoo_agent(tmp_path):
     assert count_frames(path) == 201  # the start and 200 steps
     reader = __import__("imageio.v2").v2.get_reader(path)
     assert reader.get_data(0).shape == (240 + LABEL_HEIGHT, 640, 3)
+
+
+def test_gif_without_imageio_ffmpeg(tmp_path, monkeypatch):
+    import sys
+
+    from robustsafe.video import write_video
+
+    frames = [np.full((16, 24, 3), 40 * k, np.uint8) for k in range(5)]
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # import fails: not installed
+    path = write_video(frames, tmp_path / "v.mp4", fps=10)
+    assert path == tmp_path / "v.gif" and count_frames(path) == 5
