@@ -150,6 +150,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         write_json_atomic,
         write_sweep,
     )
+    from robustsafe.experiments.plots import cost_limit_of
 
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
     _one_policy_source(args)
@@ -189,6 +190,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 make_attacker(name)
     except ValueError as err:
         raise CLIError(str(err)) from None
+    if args.video is not None:  # before any episode runs
+        if not any(a != "none" for a in attacks) or max(epsilons) <= 0:
+            raise CLIError("--video needs an attacker (--attacks) and an epsilon > 0 (--eps)")
+        if args.video_episodes < 1:
+            raise CLIError(f"--video-episodes must be >= 1, got {args.video_episodes}")
     num_envs = min(args.num_envs, args.episodes)
     try:
         vec = VectorEnv(
@@ -241,6 +247,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "actions": "deterministic (mean)",
         "epsilon_space": args.attack_space,
         "xi": args.xi,
+        "cost_limit": cost_limit_of(agent.config),
         "results": [r.to_dict() for r in results],
     }
     print(  # first: whatever happens to the files, the numbers are on screen
@@ -250,12 +257,45 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(format_table(results))
     if out is None:
         print("not saved: pass --out FILE.json to keep every episode (and a sweep's figure)")
-        return 0
+        return _record_videos(args, agent, env_id, attacks, epsilons)
     _write_or_keep(out, lambda path: write_json_atomic(path, payload))
     print(f"written to {out}")
     if len(epsilons) > 1 and any(a != "none" for a in attacks):
-        files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}")
+        meta = {k: v for k, v in payload.items() if k not in ("env_id", "results")}
+        files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}", meta)
         print("sweep written to " + ", ".join(str(f) for f in files))
+    return _record_videos(args, agent, env_id, attacks, epsilons)
+
+
+def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons) -> int:
+    """``evaluate --video DIR``: natural and attacked episodes side by side, at the largest
+    epsilon (robustsafe.video)."""
+    if args.video is None:
+        return 0
+    from robustsafe.video import record_videos
+
+    eps = max(epsilons)
+    print(f"recording {args.video_episodes} paired episode(s) per attacker at epsilon {eps:g}")
+    try:
+        paths = record_videos(
+            agent,
+            env_id,
+            attacks,
+            eps,
+            args.video,
+            episodes=args.video_episodes,
+            seed=args.seed,
+            attack_seed=args.attack_seed,
+            attack_space=args.attack_space,
+            xi=args.xi,
+            fps=args.video_fps,
+            env_kwargs=agent.config.env_kwargs,
+        )
+    except ValueError as err:
+        raise CLIError(f"--video: {err}") from None
+    if any(p.suffix == ".gif" for p in paths):
+        print("imageio-ffmpeg is not installed (pip install robustsafe[video]): wrote GIFs")
+    print("videos written: " + ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -271,7 +311,7 @@ def parse_epsilons_quietly(text: str) -> list[float]:
 
 def _sweep_files(out: Path) -> list[Path]:
     prefix = out.with_name(out.stem + "_sweep")
-    return [prefix.with_suffix(".csv"), prefix.with_suffix(".png")]
+    return [prefix.with_suffix(ext) for ext in (".csv", ".png", ".pdf")]
 
 
 def _check_output(path: Path, force: bool) -> None:
@@ -737,6 +777,57 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- plot
+
+
+def _figure_prefix(out: str) -> Path:
+    """``--out fig``, ``fig.png`` or ``fig.pdf``: the prefix of fig.png, fig.pdf, fig.csv."""
+    path = Path(out)
+    return path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
+
+
+def cmd_plot_curves(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.plots import load_training_run, write_curves_figure
+
+    try:
+        runs = [load_training_run(r) for r in args.runs]
+        paths, notes = write_curves_figure(runs, _figure_prefix(args.out), args.smooth)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    for note in notes:
+        print(f"note: {note}")
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_plot_sweep(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.plots import load_sweep_file, write_sweep_figure
+
+    attacks = None
+    if args.attacks:
+        attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    try:
+        runs = [load_sweep_file(f) for f in args.files]
+        paths = write_sweep_figure(runs, _figure_prefix(args.out), attacks, args.cost_limit)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.report import write_report
+
+    try:
+        page, notes = write_report(args.runs_dir, args.out)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    for note in notes:
+        print(f"note: {note}")
+    print(f"written: {page}")
+    return 0
+
+
 # ----------------------------------------------------------------------------- tabular
 
 
@@ -841,6 +932,19 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--num-envs", type=int, default=10)
     e.add_argument("--workers", type=int, default=2)
     e.add_argument("--no-progress", action="store_true")
+    e.add_argument(
+        "--video",
+        metavar="DIR",
+        help="also record natural and attacked episodes side by side, one MP4 per attacker at "
+        "the largest --eps, in DIR (Bullet's offscreen renderer; the `video` extra)",
+    )
+    e.add_argument(
+        "--video-episodes",
+        type=int,
+        default=1,
+        help="paired episodes per video (the first ones of --seed; default 1)",
+    )
+    e.add_argument("--video-fps", type=int, default=30, help="frames per second (default 30)")
     e.set_defaults(func=cmd_evaluate)
 
     f = sub.add_parser("fit-critics", help="fit the attackers' Q critics for an agent")
@@ -930,6 +1034,53 @@ def build_parser() -> argparse.ArgumentParser:
     xs.add_argument("--num-envs", type=int, default=10)
     xs.add_argument("--workers", type=int, default=2)
     xs.set_defaults(func=cmd_xi_sweep)
+
+    pl = sub.add_parser("plot", help="figures: training curves, reward/cost against epsilon")
+    pl_sub = pl.add_subparsers(dest="plot_command", required=True)
+    pc = pl_sub.add_parser(
+        "curves",
+        help="training curves (reward, cost, lambda, epsilon) of run directories; the seeds "
+        "of one (env, learner, mode, preset) as mean and band",
+    )
+    pc.add_argument("runs", nargs="+", metavar="RUN", help="run directories (metrics.csv)")
+    pc.add_argument(
+        "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
+    )
+    pc.add_argument(
+        "--smooth",
+        type=int,
+        default=1,
+        help="average each seed over the last N epochs before the mean and band (default 1: none)",
+    )
+    pc.set_defaults(func=cmd_plot_curves)
+    ps = pl_sub.add_parser(
+        "sweep",
+        help="the paper's Figure 2: reward and cost against epsilon per attacker, from "
+        "`robustsafe evaluate --eps START:STOP:COUNT --out X.json` files (seeds as bands)",
+    )
+    ps.add_argument("files", nargs="+", metavar="EVAL.json", help="evaluation sweep files")
+    ps.add_argument(
+        "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
+    )
+    ps.add_argument(
+        "--attacks",
+        help="comma-separated attackers to draw (default: all evaluated), e.g. "
+        "random,mad,amad,mc,mr",
+    )
+    ps.add_argument(
+        "--cost-limit",
+        type=float,
+        help="the cost limit line (default: the one the files record, else 5)",
+    )
+    ps.set_defaults(func=cmd_plot_sweep)
+
+    rp = sub.add_parser(
+        "report",
+        help="one self-contained HTML page of a grid: tables, figures, videos, runs, settings",
+    )
+    rp.add_argument("runs_dir", help="directory of run directories (as robustsafe grid writes)")
+    rp.add_argument("--out", help="HTML file (default RUNS_DIR/report.html)")
+    rp.set_defaults(func=cmd_report)
 
     tab = sub.add_parser("tabular", help="the exact finite-CMDP toolkit")
     tab_sub = tab.add_subparsers(dest="tabular_command", required=True)

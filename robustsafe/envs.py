@@ -347,6 +347,13 @@ class VectorEnv:
             p.send((cmd, arg))
         return [self._recv(p) for p in self._pipes]
 
+    @property
+    def local_envs(self) -> list[SafeEnv]:
+        """The environments of an in-process vector (``workers=0``), e.g. to render them."""
+        if self._local is None:
+            raise ValueError("only an in-process vector (workers=0) exposes its environments")
+        return self._local.envs
+
     def seed(self, seed: int) -> None:
         """Restart every environment's reset sequence; call ``reset`` afterwards."""
         if self._local is not None:

@@ -240,51 +240,20 @@ def parse_epsilons(text: str) -> list[float]:
     return values
 
 
-def write_sweep(results: Sequence[EvalResult], out_prefix: Path, title: str) -> list[Path]:
-    """The paper's Figure 2: reward and cost against epsilon per attacker, as CSV and PNG."""
-    import csv
+def write_sweep(
+    results: Sequence[EvalResult],
+    out_prefix: Path,
+    title: str,
+    meta: dict[str, Any] | None = None,
+) -> list[Path]:
+    """The paper's Figure 2 for one agent: reward and cost against epsilon per attacker, as
+    ``<prefix>.png``, ``.pdf`` and ``.csv`` (``robustsafe.experiments.plots``, the figure of
+    ``robustsafe plot sweep``). ``title``: the env id; ``meta``: the evaluation's other fields
+    (``train_mode``, ``train_algo``, ``train_seed``, ``cost_limit``, ``xi``), as in its JSON."""
+    from robustsafe.experiments.plots import SweepRun, write_sweep_figure
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    natural = results[0]
-    rows = []
-    for r in results:
-        if r.attack == "none":
-            continue
-        rows.append({"attack": r.attack, "epsilon": r.epsilon, **r.summary()})
-    csv_path = out_prefix.with_suffix(".csv")
-    with csv_path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["attack"])
-        w.writeheader()
-        w.writerows(rows)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    nat = natural.summary()
-    for ax, key in zip(axes, ("reward", "cost"), strict=True):
-        for name in dict.fromkeys(r["attack"] for r in rows):
-            pts = sorted(
-                (r["epsilon"], r[f"{key}_mean"], r[f"{key}_std"])
-                for r in rows
-                if r["attack"] == name
-            )
-            x, y, s = (np.array(v) for v in zip(*pts, strict=True))
-            ax.plot(x, y, marker="o", label=name)
-            ax.fill_between(x, y - s, y + s, alpha=0.1)
-        ax.axhline(nat[f"{key}_mean"], color="k", ls="--", lw=1, label="natural")
-        if key == "cost":
-            ax.axhline(5.0, color="r", ls=":", lw=1, label="cost limit")
-        ax.set_xlabel("epsilon")
-        ax.set_ylabel(f"episode {key}")
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    png_path = out_prefix.with_suffix(".png")
-    fig.savefig(png_path, dpi=120)
-    plt.close(fig)
-    return [csv_path, png_path]
+    payload = {"env_id": title, **(meta or {}), "results": [r.to_dict() for r in results]}
+    return write_sweep_figure([SweepRun.from_payload(payload)], out_prefix)
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:

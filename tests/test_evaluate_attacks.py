@@ -116,7 +116,9 @@ def test_cli_sweep_writes_figure_and_csv(toy_agent_dir, tmp_path):
         ("random", 0.0),
     ]
     assert (tmp_path / "ev_sweep.png").stat().st_size > 1000
-    assert len((tmp_path / "ev_sweep.csv").read_text().splitlines()) == 1 + 6
+    assert (tmp_path / "ev_sweep.pdf").stat().st_size > 1000
+    # the natural point, then 2 attackers x 3 epsilons
+    assert len((tmp_path / "ev_sweep.csv").read_text().splitlines()) == 1 + 1 + 6
     assert main(["evaluate", "--run", str(toy_agent_dir), "--attacks", "mc,nope"]) == 2
 
 

@@ -66,9 +66,12 @@ class SeriesPoint:
     band: str  # "seeds" or "episodes"
     reward_seed_means: tuple[float, ...]
     cost_seed_means: tuple[float, ...]
+    algo: str = "ppol"  # the learner (for the method's name)
 
 
-def _point(env_id, mode, attack, xi, eps, runs: Sequence[Sequence[tuple[float, float]]]):
+def _point(
+    env_id, mode, attack, xi, eps, runs: Sequence[Sequence[tuple[float, float]]], algo="ppol"
+):
     runs = [r for r in runs if len(r)]
     pooled = np.array([ep for r in runs for ep in r], dtype=np.float64).reshape(-1, 2)
     seed_means = np.array([np.mean(np.asarray(r, dtype=np.float64), axis=0) for r in runs])
@@ -89,6 +92,7 @@ def _point(env_id, mode, attack, xi, eps, runs: Sequence[Sequence[tuple[float, f
         band="seeds" if by_seeds else "episodes",
         reward_seed_means=tuple(float(v) for v in seed_means[:, 0]),
         cost_seed_means=tuple(float(v) for v in seed_means[:, 1]),
+        algo=algo,
     )
 
 
@@ -135,7 +139,7 @@ def format_xi_csv(points: Sequence[SeriesPoint], x_name: str = "xi") -> str:
         w.writerow(
             {
                 "env": p.env_id,
-                "method": method_name(p.mode),
+                "method": method_name(p.mode, p.algo),
                 "mode": p.mode,
                 "attack": p.attack,
                 x_name: "" if p.xi is None else repr(p.xi),
@@ -152,6 +156,23 @@ def format_xi_csv(points: Sequence[SeriesPoint], x_name: str = "xi") -> str:
             }
         )
     return buf.getvalue()
+
+
+def save_figure(fig, prefix: Path, csv_text: str) -> list[Path]:
+    """Write ``fig`` as ``<prefix>.png`` and ``<prefix>.pdf`` (the same bytes every time) and
+    ``csv_text`` (the plotted data) as ``<prefix>.csv``; close the figure; return the paths."""
+    import matplotlib.pyplot as plt
+
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    paths = [prefix.with_name(prefix.name + ext) for ext in (".png", ".pdf", ".csv")]
+    fig.savefig(paths[0], dpi=120)
+    fig.savefig(paths[1], metadata={"CreationDate": None})
+    plt.close(fig)
+    tmp = paths[2].with_name(f".{paths[2].name}.tmp")
+    tmp.write_text(csv_text)
+    tmp.replace(paths[2])
+    return paths
 
 
 def write_xi_figure(sweeps: Sequence[XiSweep], out_prefix: str | Path) -> list[Path]:
@@ -203,15 +224,7 @@ def write_xi_figure(sweeps: Sequence[XiSweep], out_prefix: str | Path) -> list[P
         + (" / ".join("seed means" if b == "seeds" else "episodes (1 seed)" for b in bands)),
         fontsize=10,
     )
-    fig.tight_layout()
-    paths = [prefix.with_name(prefix.name + ext) for ext in (".png", ".pdf", ".csv")]
-    fig.savefig(paths[0], dpi=120)
-    fig.savefig(paths[1], metadata={"CreationDate": None})  # the same bytes every time
-    plt.close(fig)
-    tmp = paths[2].with_name(f".{paths[2].name}.tmp")
-    tmp.write_text(format_xi_csv(points))
-    tmp.replace(paths[2])
-    return paths
+    return save_figure(fig, prefix, format_xi_csv(points))
 
 
 def mix_series(files: Sequence[EvalFile]) -> list[SeriesPoint]:
@@ -265,12 +278,4 @@ def write_mix_figure(files: Sequence[EvalFile], out_prefix: str | Path) -> list[
         + " / ".join("seed means" if b == "seeds" else "episodes (1 seed)" for b in bands),
         fontsize=10,
     )
-    fig.tight_layout()
-    paths = [prefix.with_name(prefix.name + ext) for ext in (".png", ".pdf", ".csv")]
-    fig.savefig(paths[0], dpi=120)
-    fig.savefig(paths[1], metadata={"CreationDate": None})  # the same bytes every time
-    plt.close(fig)
-    tmp = paths[2].with_name(f".{paths[2].name}.tmp")
-    tmp.write_text(format_xi_csv(points, x_name="weight"))
-    tmp.replace(paths[2])
-    return paths
+    return save_figure(fig, prefix, format_xi_csv(points, x_name="weight"))

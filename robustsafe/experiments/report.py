@@ -1,0 +1,348 @@
+"""``robustsafe report DIR``: one self-contained HTML page of a grid's results.
+
+The page holds, from the run directories under ``DIR`` (every ``config.yaml`` with a
+``metrics.csv`` or an ``eval.json`` beside it):
+
+- the tables of ``robustsafe table`` (Table 1, and the appendix's tables where the runs have
+  their evaluations), converted from the Markdown ``robustsafe.experiments.table`` and
+  ``appendix`` write;
+- the figures, embedded as base64 PNG: the training curves (``robustsafe plot curves``, seeds
+  as bands) and the appendix's figures (AMAD over xi, the MC/MR mixture) where they apply;
+- the videos found under ``DIR`` (``*.mp4``, ``*.gif``), linked and shown with a relative path;
+- one row per run: env, method, seed, preset, epochs, natural reward and cost, and links to its
+  directory, ``config.yaml``, ``metrics.csv`` and ``eval.json``;
+- the settings: each (env, method)'s ``config.yaml`` (its first seed's; seeds differ only in
+  ``seed``).
+
+Links are relative to the page, so the page works when ``DIR`` is moved as a whole; the tables
+and figures need nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from robustsafe.experiments.table import _algo_key, _env_key, _method_key, method_name
+
+REPORT_NAME = "report.html"
+_CSS = """
+body { font-family: sans-serif; margin: 2em; max-width: 100em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; font-size: 0.85em; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; }
+th { background: #eee; }
+td.num { text-align: right; white-space: nowrap; }
+img { max-width: 100%; border: 1px solid #ddd; }
+pre { background: #f6f6f6; padding: 0.5em; font-size: 0.8em; }
+figure { margin: 1em 0 2em 0; }
+"""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    path: Path
+    env_id: str
+    algo: str
+    mode: str
+    seed: int | None
+    preset: str
+    epochs_planned: int | None
+    epochs_done: int
+    natural: tuple[float, float] | None  # mean reward, mean cost
+    config_text: str
+
+
+def find_runs(runs_dir: Path) -> list[RunInfo]:
+    """Every run directory under ``runs_dir``: a ``config.yaml`` with ``metrics.csv`` or
+    ``eval.json`` beside it."""
+    runs = []
+    for cfg_path in sorted(runs_dir.rglob("config.yaml")):
+        run = cfg_path.parent
+        if not ((run / "metrics.csv").exists() or (run / "eval.json").exists()):
+            continue
+        text = cfg_path.read_text()
+        try:
+            cfg = yaml.safe_load(text) or {}
+        except yaml.YAMLError:
+            continue
+        if not isinstance(cfg, dict):
+            continue
+        done = 0
+        if (run / "metrics.csv").exists():
+            lines = (run / "metrics.csv").read_text().splitlines()
+            done = max(0, len([ln for ln in lines if ln.strip()]) - 1)
+        natural = None
+        if (run / "eval.json").exists():
+            try:
+                data = json.loads((run / "eval.json").read_text())
+                nat = next(r for r in data["results"] if r["attack"] == "none")
+                natural = (float(nat["reward_mean"]), float(nat["cost_mean"]))
+            except (ValueError, KeyError, TypeError, StopIteration):
+                natural = None
+        robust = cfg.get("robust") if isinstance(cfg.get("robust"), dict) else {}
+        seed = cfg.get("seed")
+        epochs = cfg.get("epochs")
+        runs.append(
+            RunInfo(
+                path=run,
+                env_id=str(cfg.get("env_id", "?")),
+                algo=str(cfg.get("algo", "ppol")),
+                mode=str(robust.get("mode", "vanilla")),
+                seed=seed if isinstance(seed, int) else None,
+                preset=str(cfg.get("preset", "")),
+                epochs_planned=epochs if isinstance(epochs, int) else None,
+                epochs_done=done,
+                natural=natural,
+                config_text=text,
+            )
+        )
+    runs.sort(
+        key=lambda r: (
+            _env_key(r.env_id),
+            _algo_key(r.algo),
+            _method_key(r.mode),
+            r.seed if r.seed is not None else -1,
+        )
+    )
+    return runs
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+
+def _inline(text: str) -> str:
+    """Escape, then the Markdown the tables use: **bold**, `code`."""
+    out = html.escape(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def markdown_to_html(text: str) -> str:
+    """The Markdown ``robustsafe table`` writes: headings, pipe tables, paragraphs."""
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")) + 2, 6)  # below the page's own
+            out.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
+            i += 1
+        elif line.startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: "):
+            head = _cells(line)
+            aligns = ["num" if c.endswith(":") else "" for c in _cells(lines[i + 1])]
+            out.append("<table>\n<tr>" + "".join(f"<th>{_inline(h)}</th>" for h in head) + "</tr>")
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                row = _cells(lines[i])
+                out.append(
+                    "<tr>"
+                    + "".join(
+                        f'<td class="{aligns[k] if k < len(aligns) else ""}">{_inline(c)}</td>'
+                        for k, c in enumerate(row)
+                    )
+                    + "</tr>"
+                )
+                i += 1
+            out.append("</table>")
+        elif line.strip():
+            para = [line.strip()]
+            i += 1
+            while i < len(lines) and lines[i].strip() and not lines[i].startswith(("|", "#")):
+                para.append(lines[i].strip())
+                i += 1
+            out.append("<p>" + "<br>\n".join(_inline(p) for p in para) + "</p>")
+        else:
+            i += 1
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- the page
+
+
+def _png_figure(path: Path, caption: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (
+        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
+
+
+def _link(target: Path, page_dir: Path, text: str) -> str:
+    if not target.exists():
+        return ""
+    href = Path(os.path.relpath(target, page_dir)).as_posix()
+    return f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
+
+
+def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[Path, list[str]]:
+    """Write the page (default ``DIR/report.html``); returns its path and notes (what could
+    not be included). ValueError if ``runs_dir`` holds no run."""
+    from robustsafe.experiments.appendix import write_appendix
+    from robustsafe.experiments.plots import load_training_run, write_curves_figure
+    from robustsafe.experiments.table import collect_table, write_tables
+
+    root = Path(runs_dir)
+    if not root.is_dir():
+        raise ValueError(f"{root} is not a directory")
+    page = Path(out) if out is not None else root / REPORT_NAME
+    page_dir = page.resolve().parent
+    runs = find_runs(root)
+    if not runs:
+        raise ValueError(f"{root} holds no run directory (config.yaml with metrics.csv/eval.json)")
+    notes: list[str] = []
+    body: list[str] = [f"<h1>RobustSafe report: {html.escape(str(root))}</h1>"]
+    envs = sorted({r.env_id for r in runs}, key=_env_key)
+    body.append(
+        f"<p>{len(runs)} runs on {html.escape(', '.join(envs))}. Sections: "
+        '<a href="#tables">tables</a>, <a href="#figures">figures</a>, '
+        '<a href="#videos">videos</a>, <a href="#runs">runs</a>, '
+        '<a href="#settings">settings</a>.</p>'
+    )
+    with tempfile.TemporaryDirectory(prefix="robustsafe-report-") as tmp:
+        tmp_dir = Path(tmp)
+        # tables
+        body.append('<h2 id="tables">Tables</h2>')
+        files: list[Path] = []
+        try:
+            table = collect_table(root)
+            files = write_tables(root, tmp_dir / "table", table=table)
+            files += write_appendix(root, tmp_dir / "table", table=table)
+        except (ValueError, FileNotFoundError) as err:
+            notes.append(f"no tables: {err}")
+            body.append(f"<p>No table: {html.escape(str(err))}</p>")
+        for md in [f for f in files if f.suffix == ".md"]:
+            body.append(f'<section class="table" id="{html.escape(md.stem)}">')
+            body.append(markdown_to_html(md.read_text()))
+            body.append("</section>")
+        # figures
+        body.append('<h2 id="figures">Figures</h2>')
+        trained = []
+        for r in runs:
+            if (r.path / "metrics.csv").exists():
+                try:
+                    trained.append(load_training_run(r.path))
+                except ValueError as err:
+                    notes.append(str(err))
+        figures: list[tuple[Path, str]] = []
+        if trained:
+            try:
+                paths, curve_notes = write_curves_figure(trained, tmp_dir / "curves", smooth=10)
+                notes += curve_notes
+                figures.append(
+                    (
+                        paths[0],
+                        "Training curves: mean across seeds, band = std across seeds, each "
+                        "seed averaged over its last 10 epochs",
+                    )
+                )
+            except ValueError as err:
+                notes.append(f"no training curves: {err}")
+        for f in files:
+            if f.suffix == ".png":
+                figures.append((f, f"{f.stem} (robustsafe table's appendix figure)"))
+        for path, caption in figures:
+            body.append(_png_figure(path, caption))
+        if not figures:
+            body.append("<p>No figure.</p>")
+    # videos
+    body.append('<h2 id="videos">Videos</h2>')
+    videos = sorted(p for ext in ("*.mp4", "*.gif") for p in root.rglob(ext))
+    if videos:
+        for v in videos:
+            href = html.escape(Path(os.path.relpath(v.resolve(), page_dir)).as_posix())
+            if v.suffix == ".mp4":
+                body.append(
+                    f'<figure><video controls src="{href}" width="640"></video>'
+                    f'<figcaption><a href="{href}">{html.escape(str(v.relative_to(root)))}</a>'
+                    "</figcaption></figure>"
+                )
+            else:
+                body.append(f'<p><a href="{href}">{html.escape(str(v.relative_to(root)))}</a></p>')
+    else:
+        body.append("<p>No video (<code>robustsafe evaluate --video DIR</code> makes them).</p>")
+    # runs
+    body.append('<h2 id="runs">Runs</h2>')
+    body.append(_runs_table(runs, page_dir))
+    # settings
+    body.append('<h2 id="settings">Settings</h2>')
+    seen: set[tuple[str, str, str, str]] = set()
+    for r in runs:
+        key = (r.env_id, r.algo, r.mode, r.preset)
+        if key in seen:
+            continue
+        seen.add(key)
+        seeds = [s.seed for s in runs if (s.env_id, s.algo, s.mode, s.preset) == key]
+        body.append(
+            f"<details><summary>{html.escape(r.env_id)}: "
+            f"{html.escape(method_name(r.mode, r.algo))} ({html.escape(r.preset)}; seeds "
+            f"{html.escape(', '.join(str(s) for s in seeds))})</summary>"
+            f"<pre>{html.escape(r.config_text)}</pre></details>"
+        )
+    if notes:
+        body.append("<h2>Notes</h2><ul>")
+        body += [f"<li>{html.escape(n)}</li>" for n in notes]
+        body.append("</ul>")
+    text = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>RobustSafe report: {html.escape(str(root))}</title>\n"
+        f"<style>{_CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+    )
+    page.parent.mkdir(parents=True, exist_ok=True)
+    tmp_page = page.with_name(f".{page.name}.tmp")
+    tmp_page.write_text(text)
+    tmp_page.replace(page)
+    return page, notes
+
+
+def _runs_table(runs: Sequence[RunInfo], page_dir: Path) -> str:
+    head = (
+        "Env",
+        "Method",
+        "Seed",
+        "Preset",
+        "Epochs",
+        "Natural reward",
+        "Natural cost",
+        "Files",
+    )
+    rows = ["<table>", "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for r in runs:
+        planned = "" if r.epochs_planned is None else f" / {r.epochs_planned}"
+        reward, cost = (
+            ("", "") if r.natural is None else (f"{r.natural[0]:.2f}", f"{r.natural[1]:.2f}")
+        )
+        links = " ".join(
+            x
+            for x in (
+                _link(r.path.resolve(), page_dir, "run"),
+                _link((r.path / "config.yaml").resolve(), page_dir, "config.yaml"),
+                _link((r.path / "metrics.csv").resolve(), page_dir, "metrics.csv"),
+                _link((r.path / "eval.json").resolve(), page_dir, "eval.json"),
+            )
+            if x
+        )
+        rows.append(
+            "<tr>"
+            f"<td>{html.escape(r.env_id)}</td><td>{html.escape(method_name(r.mode, r.algo))}</td>"
+            f'<td class="num">{"" if r.seed is None else r.seed}</td>'
+            f"<td>{html.escape(r.preset)}</td>"
+            f'<td class="num">{r.epochs_done}{planned}</td>'
+            f'<td class="num">{reward}</td><td class="num">{cost}</td>'
+            f"<td>{links}</td></tr>"
+        )
+    rows.append("</table>")
+    return "\n".join(rows)

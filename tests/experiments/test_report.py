@@ -1,0 +1,192 @@
+"""``robustsafe report``: the HTML page's content, checked structurally (no browser here).
+
+The page is parsed with the standard library: its tables against the Markdown tables
+``robustsafe table`` writes, its figures decoded, its links resolved."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from test_plots import write_run
+
+from robustsafe.cli import main
+from robustsafe.experiments.report import markdown_to_html, write_report
+from robustsafe.experiments.table import collect_table, format_markdown
+
+ATTACKS = ("none", "random", "mad", "amad", "mc", "mr")
+COMMITTED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "table1"
+
+
+class Page(HTMLParser):
+    """Tables (rows of cell texts), images, links, videos and heading ids of a page."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self.videos: list[str] = []
+        self.ids: list[str] = []
+        self._cell: list[str] | None = None
+        self._depth = 0
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.append(a["id"])
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "img":
+            self.images.append(a["src"])
+        elif tag == "a":
+            self.links.append(a["href"])
+        elif tag == "video":
+            self.videos.append(a["src"])
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def markdown_tables(text: str) -> list[list[list[str]]]:
+    """The pipe tables of a Markdown text, cells without the ** marks."""
+    tables, current = [], None
+    for line in text.splitlines():
+        if line.startswith("|"):
+            if set(line) <= set("|-: "):
+                continue
+            cells = [c.strip().replace("**", "") for c in line.strip().strip("|").split("|")]
+            if current is None:
+                current = []
+                tables.append(current)
+            current.append(cells)
+        else:
+            current = None
+    return tables
+
+
+def write_eval(run: Path, mode: str, seed: int, reward: float, cost: float) -> None:
+    results = [
+        {
+            "attack": a,
+            "epsilon": 0.0 if a == "none" else 0.05,
+            "reward_mean": reward,
+            "cost_mean": cost if a == "none" else cost + 1,
+            "episodes": [{"reward": reward, "cost": cost if a == "none" else cost + 1}] * 2,
+        }
+        for a in ATTACKS
+    ]
+    payload = {
+        "env_id": "SafetyCarRun-v0",
+        "train_mode": mode,
+        "train_seed": seed,
+        "train_preset": "fast",
+        "results": results,
+    }
+    (run / "eval.json").write_text(json.dumps(payload))
+
+
+@pytest.fixture
+def grid(tmp_path) -> Path:
+    root = tmp_path / "grid"
+    for mode, base in (("vanilla", 100.0), ("adv-mr", 80.0)):
+        for seed in (0, 1):
+            run = write_run(
+                root, mode, seed, {"ep_return": [1.0, 2.0 + seed], "ep_cost": [3.0, 4.0]}
+            )
+            write_eval(run, mode, seed, base + seed, 0.5 * seed)
+    (root / "adv-mr" / "seed0" / "videos").mkdir()
+    (root / "adv-mr" / "seed0" / "videos" / "natural-vs-mr-eps0.05.mp4").write_bytes(b"\0" * 8)
+    return root
+
+
+def test_report_holds_tables_figures_runs_and_settings(grid, tmp_path):
+    out = tmp_path / "site" / "page.html"
+    assert main(["report", str(grid), "--out", str(out)]) == 0
+    text = out.read_text()
+    page = Page(text)
+    for section in ("tables", "figures", "videos", "runs", "settings"):
+        assert section in page.ids
+    # every Markdown table robustsafe table writes, cell for cell
+    expected = markdown_tables(format_markdown(collect_table(grid)))
+    assert expected and expected[0] == page.tables[0]
+    assert any(cell.startswith("ADV-PPOL(MR)") for row in page.tables[0] for cell in row)
+    # the figures: PNGs inside the page
+    assert page.images
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Training curves" in text
+    # one row per run, with its natural numbers and working links
+    runs = page.tables[-1]
+    assert runs[0][:3] == ["Env", "Method", "Seed"]
+    assert len(runs) == 1 + 4
+    assert ["SafetyCarRun-v0", "PPOL-vanilla", "1", "fast", "2 / 150", "101.00", "0.50"] == (
+        runs[2][:7]
+    )
+    for href in [*page.links, *page.videos]:
+        if href.startswith("#"):
+            assert href[1:] in page.ids
+        else:
+            assert (out.parent / href).exists(), href
+    assert any(h.endswith("seed1/metrics.csv") for h in page.links)
+    assert page.videos == ["../grid/adv-mr/seed0/videos/natural-vs-mr-eps0.05.mp4"]
+    # self-contained: nothing fetched from elsewhere
+    assert "http://" not in text and "https://" not in text
+    assert text.count("<details>") == 2 and "cost_limit: 5.0" in text
+
+
+def test_report_default_path_and_errors(grid, tmp_path, capsys):
+    assert main(["report", str(grid)]) == 0
+    assert (grid / "report.html").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty)]) == 2
+    assert "holds no run directory" in capsys.readouterr().err
+
+
+def test_markdown_conversion_keeps_every_row_and_marks():
+    md = "# Title\n\n| a | b |\n|---|---:|\n| **x** | 1 |\n| y | `2` |\n\nline one\nline two\n"
+    html = markdown_to_html(md)
+    page = Page(html)
+    assert page.tables == [[["a", "b"], ["x", "1"], ["y", "2"]]]
+    assert "<b>x</b>" in html and "<code>2</code>" in html and 'class="num"' in html
+    assert "line one<br>" in html and "<h3>Title</h3>" in html
+    assert Page(markdown_to_html("| a |\n|---|\n| z |")).tables == [[["a"], ["z"]]]  # at the end
+
+
+@pytest.mark.skipif(not COMMITTED.is_dir(), reason="no committed Table 1")
+def test_report_of_the_committed_table1(tmp_path):
+    """The committed Table 1's page shows every table robustsafe table writes for it and the
+    training curves of its 42 runs."""
+    root = tmp_path / "table1"
+    shutil.copytree(COMMITTED, root, ignore=shutil.ignore_patterns("*.png", "*.pdf", "*.tex"))
+    page_path, notes = write_report(root)
+    page = Page(page_path.read_text())
+    tables = collect_table(root)
+    from robustsafe.experiments.appendix import format_appendix_markdown
+
+    expected = [
+        *markdown_tables(format_markdown(tables)),
+        *markdown_tables(format_markdown(tables, costs_only=True)),
+        *markdown_tables(format_appendix_markdown(tables)),
+    ]
+    for table in expected:
+        assert table in page.tables
+    assert len(page.tables[-1]) == 1 + 42  # the runs
+    assert len(page.images) >= 1 and notes == []
