@@ -22,7 +22,12 @@ and again, for instance after a crash or a reboot:
 Every training and evaluation is a separate process (``python -m robustsafe.cli train ...``),
 so a crash or a leak in one cannot take down the others: a failed process is reported with its
 exit status and the last lines of its log, and the grid goes on with the rest. At most
-``workers`` processes run at a time; an agent is evaluated as soon as its training ends.
+``workers`` processes run at a time (the Ray backend: as many as the cluster has room for); an
+agent is evaluated as soon as its training ends.
+
+This module plans and schedules; starting a command is a launcher's job
+(``robustsafe.experiments.launchers``: ``LocalLauncher``, subprocesses here; ``RayLauncher``,
+Ray tasks on any node without a shared disk, the results copied back to ``out``).
 
 The planned number of epochs of a run is resolved exactly as ``robustsafe train`` resolves it
 (preset, then ``--workers`` / ``--num-envs`` / ``--obs-norm``, ``--set``, ``--epochs`` /

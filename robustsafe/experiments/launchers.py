@@ -372,9 +372,14 @@ class RayLauncher:
         self._next_key = 0
         self._last_drain = 0.0
         self._capacity: tuple[float, int] | None = None
+        if self.capacity() == 0:
+            raise RuntimeError(
+                f"no alive node of the Ray cluster has {cpus_per_run} CPUs for a run; "
+                "lower --cpus-per-run or add nodes (an autoscaling cluster: min_workers >= 1)"
+            )
 
     def capacity(self) -> int:
-        """Runs that fit at once on the alive nodes (re-read every 5 s)."""
+        """Runs that fit at once on the alive nodes (re-read every 5 s; 0 while none)."""
         now = time.monotonic()
         if self._capacity is None or now - self._capacity[0] > 5.0:
             slots = sum(
@@ -383,7 +388,7 @@ class RayLauncher:
                 if n.get("Alive")
             )
             self._capacity = (now, slots)
-        return max(1, self._capacity[1])
+        return self._capacity[1]
 
     def start(self, args: Sequence[str], log_path: Path, run_dir: Path) -> RayTask:
         key = self._next_key
