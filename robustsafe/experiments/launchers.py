@@ -18,8 +18,8 @@ ends::
 (this process) holds the run directories under the grid's ``--out``; a task never writes there:
 
 1. the driver ships the run directory (its files, without the grid's logs and without the
-   ``checkpoints/`` snapshots, which a resume does not need) to the task as a task argument,
-   through Ray's object store;
+   ``checkpoints/`` snapshots, which a resume does not need; an evaluation gets no
+   ``state.pt`` either) to the task as a task argument, through Ray's object store;
 2. the task unpacks it in a fresh node-local directory (``$ROBUSTSAFE_RAY_WORKDIR`` or the
    node's temporary directory), runs the command there with the paths rewritten, and
 3. at each finished epoch (``status.json`` changed) and at the end, sends the files that
@@ -170,16 +170,18 @@ def _files(root: Path) -> dict[str, os.stat_result]:
     return out
 
 
-def pack_run_dir(run_dir: Path, skip_logs: bool = True) -> Bundle:
+def pack_run_dir(run_dir: Path, with_state: bool = True) -> Bundle:
     """The files of a run directory to ship to a task: all but the grid's logs (``*.log``
-    at the top) and ``checkpoints/`` (agent snapshots, kept on the driver only)."""
+    at the top) and ``checkpoints/`` (agent snapshots, kept on the driver only); without
+    ``state.pt`` (the training state, replay buffer included) unless ``with_state``."""
     bundle: Bundle = []
     if not run_dir.is_dir():
         return bundle
     for rel, st in sorted(_files(run_dir).items()):
-        if rel.startswith("checkpoints/") or (
-            skip_logs and "/" not in rel and rel.endswith(".log")
-        ):
+        top = "/" not in rel
+        if rel.startswith("checkpoints/") or (top and rel.endswith(".log")):
+            continue
+        if rel == "state.pt" and not with_state:
             continue
         try:
             bundle.append((rel, st.st_mtime_ns, (run_dir / rel).read_bytes()))
@@ -402,7 +404,7 @@ class RayLauncher:
             str(run_dir),
             log_path.resolve().relative_to(run_dir.resolve()).as_posix(),
             log_header(args),
-            pack_run_dir(run_dir),
+            pack_run_dir(run_dir, with_state=list(args[2:3]) == ["train"]),
             self._inbox,
             key,
         )

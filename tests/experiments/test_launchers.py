@@ -34,6 +34,10 @@ def test_pack_unpack_and_changes(tmp_path):
     os.utime(run / "state.pt", ns=(1_234_567_891_234_567_891, 1_234_567_891_234_567_891))
     bundle = pack_run_dir(run)
     assert [rel for rel, _, _ in bundle] == ["config.yaml", "state.pt", "tb/events.1"]
+    assert [rel for rel, _, _ in pack_run_dir(run, with_state=False)] == [
+        "config.yaml",
+        "tb/events.1",
+    ]
     copy = tmp_path / "copy"
     unpack(copy, bundle)
     assert (copy / "state.pt").read_bytes() == b"\x00state"
