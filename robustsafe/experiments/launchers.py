@@ -338,8 +338,11 @@ class RayTask:
             return RUN_LOST
 
     def stop(self) -> None:
-        self._launcher.ray.cancel(self._ref)  # KeyboardInterrupt in the task: it cleans up
-        self._launcher.forget(self._key)
+        try:
+            self._launcher.ray.cancel(self._ref)  # KeyboardInterrupt in the task: it cleans up
+            self._launcher.forget(self._key)  # what it sent before
+        except Exception:  # the cluster is gone: nothing more to save
+            pass
 
 
 class RayLauncher:
