@@ -422,7 +422,11 @@ def cmd_grid(args: argparse.Namespace) -> int:
             xi_sweep=xi_sweep,
         )
         if args.dry_run:
-            print(format_plan(plan_grid(spec)))
+            from robustsafe.experiments.compute import format_cost
+
+            plan = plan_grid(spec)
+            print(format_plan(plan))
+            print(format_cost(spec, plan))
             return 0
         with _sigterm_as_interrupt():
             results = run_grid(spec)
@@ -699,7 +703,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=2,
         help="CPUs a Ray task asks for (default 2); Ray runs CPUs // this at once",
     )
-    g.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    g.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan, and each run's env steps and expected wall time (the compute "
+        "model), and stop",
+    )
     g.add_argument(
         "--appendix",
         action="store_true",
