@@ -51,7 +51,8 @@ def main() -> None:
     text = f'''"""Measured rates of the compute model (``robustsafe.experiments.compute``).
 
 Written by ``python benchmarks/compute_rates.py`` from the committed Table 1 runs' metrics.csv
-({args.runs}, preset fast, 2 cores) and {args.calibration}; do not edit.
+({args.runs}, preset fast, 2 cores) and
+{args.calibration}; do not edit.
 """
 
 # "<env>/<mode>": microseconds per env step of a whole fast-preset training (wall: start-up,

@@ -103,13 +103,17 @@ def main() -> None:
                     f"{(tr + ev) * CPUS_PER_RUN / 3600:,.0f} |"
                 )
             core_h = (all_train + all_eval) * CPUS_PER_RUN / 3600
-            totals[preset] = (all_steps, core_h)
+            ppol = sum(c.seconds for part, _, _, c in rows if part == "PPOL")
+            ppol_steps = sum(c.train_steps for part, _, _, c in rows if part == "PPOL")
+            totals[preset] = (all_steps, core_h, ppol_steps, ppol * CPUS_PER_RUN / 3600)
             lines += [
                 f"| **all** | | {len(rows)} | {all_steps:,.0f} | | "
                 f"{all_train * CPUS_PER_RUN / 3600:,.0f} | {all_eval * CPUS_PER_RUN / 3600:,.0f} "
                 f"| **{core_h:,.0f}** |",
                 "",
-                f"Bases of the rates: {sorted({c.basis for *_, c in rows})}.",
+                "Bases of the rates (see `robustsafe/experiments/compute.py`): "
+                + "; ".join(f"`{b}`" for b in sorted({c.basis for *_, c in rows}))
+                + ".",
                 "",
             ]
     lines.insert(
@@ -117,8 +121,9 @@ def main() -> None:
         "Totals: "
         + "; ".join(
             f"`{p}` {s / 1e9:.2f} x 10^9 env steps, {h:,.0f} core-hours "
-            f"({h / 24 / 30:.1f} core-months)"
-            for p, (s, h) in totals.items()
+            f"({h / 24 / 30:.1f} core-months; Table 1's PPOL runs alone: {ps / 1e9:.2f} x 10^9 "
+            f"steps, {ph:,.0f} core-hours)"
+            for p, (s, h, ps, ph) in totals.items()
         )
         + ".\n",
     )

@@ -186,4 +186,19 @@ def format_cost(spec, plan: Sequence, costs: Sequence[RunCost] | None = None) ->
     else:
         line += "; on Ray: run-hours / the cluster's runs at a time (CPUs // cpus_per_run)"
     lines.append(line)
+    load, cores = _load()
+    if load is not None and cores and load > cores:
+        lines.append(
+            f"note: this machine's load average is {load:.1f} on {cores} cores; the rates were "
+            f"measured on an idle one: expect up to about {load / cores:.1f}x longer"
+        )
     return "\n".join(lines)
+
+
+def _load() -> tuple[float | None, int | None]:
+    import os
+
+    try:
+        return os.getloadavg()[0], os.cpu_count()
+    except (AttributeError, OSError):
+        return None, os.cpu_count()

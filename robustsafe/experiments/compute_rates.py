@@ -1,7 +1,8 @@
 """Measured rates of the compute model (``robustsafe.experiments.compute``).
 
 Written by ``python benchmarks/compute_rates.py`` from the committed Table 1 runs' metrics.csv
-(benchmarks/results/table1, preset fast, 2 cores) and benchmarks/results/compute/calibration.json; do not edit.
+(benchmarks/results/table1, preset fast, 2 cores) and
+benchmarks/results/compute/calibration.json; do not edit.
 """
 
 # "<env>/<mode>": microseconds per env step of a whole fast-preset training (wall: start-up,
