@@ -315,6 +315,23 @@ def run_in_task(
         shutil.rmtree(local, ignore_errors=True)
 
 
+def _keeping_sigterm(fn: Callable[[], Any]) -> Any:
+    """Call ``fn`` (``ray.init``) and put back this process's SIGTERM handler, which Ray's
+    core worker replaces with its own (log and die): a ``kill`` of the grid must stop its
+    tasks as Ctrl-C does (the grid's handler raises KeyboardInterrupt)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        return fn()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 class RayTask:
     def __init__(self, launcher: RayLauncher, ref: Any, key: int, log_path: Path) -> None:
         self._launcher, self._ref, self._key, self._log_path = launcher, ref, key, log_path
@@ -359,7 +376,7 @@ class RayLauncher:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if not ray.is_initialized():
-            ray.init()  # connects to RAY_ADDRESS if set, else starts a local cluster
+            _keeping_sigterm(ray.init)  # connects to RAY_ADDRESS if set, else starts one here
         self.ray = ray
         self.cpus_per_run = cpus_per_run
         self.drain_interval = drain_interval
