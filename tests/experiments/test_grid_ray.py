@@ -194,3 +194,55 @@ def test_a_run_whose_node_dies_resumes_on_the_other(tmp_path, cluster):
         f"{resumed_from} on the other node: {on_node - resumed_from} epoch(s) lost; "
         f"an epoch took {float(rows[1]['wall_time']) - float(rows[0]['wall_time']):.1f} s"
     )
+
+
+def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
+    """``kill <grid>`` on the Ray backend: exit 130, the tasks stop and clean up, the same
+    command resumes from what the driver holds."""
+    import signal
+    import subprocess
+    import sys
+
+    c, nodes = cluster
+    out = tmp_path / "grid"
+    cmd = [sys.executable, "-m", "robustsafe.cli", "grid", "--envs", TOY, "--modes", "vanilla"]
+    cmd += ["--seeds", "0", "--out", str(out), "--no-eval", "--backend", "ray"]
+    sets = [f"--set={item}" for item in TINY if item != "--set"]
+    env = {**os.environ, "RAY_ADDRESS": c.address}
+    grid = subprocess.Popen(
+        [*cmd, "--epochs", "100000", *sets],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    status = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0" / "status.json"
+
+    def epoch() -> int:
+        try:
+            return int(json.loads(status.read_text())["epoch"])
+        except (OSError, ValueError, KeyError):
+            return 0
+
+    deadline = time.monotonic() + 180
+    while epoch() < 2 and time.monotonic() < deadline and grid.poll() is None:
+        time.sleep(0.2)
+    assert epoch() >= 2, grid.communicate(timeout=30)
+    grid.send_signal(signal.SIGTERM)
+    _, err = grid.communicate(timeout=120)
+    assert grid.returncode == 130, err
+    held = epoch()
+    deadline = time.monotonic() + 60  # the cancelled task removes its directory
+    while any(_files(w) for _, w in nodes.values()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert all(_files(w) == set() for _, w in nodes.values())
+    again = subprocess.run(
+        [*cmd, "--epochs", str(held + 1), *sets],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == 0, again.stderr
+    assert f"resume ({held}/{held + 1} epochs)" in again.stdout
+    assert epoch() == held + 1
