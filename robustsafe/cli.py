@@ -644,11 +644,16 @@ def cmd_grid(args: argparse.Namespace) -> int:
             eval_num_envs=args.eval_num_envs,
             evaluate=not args.no_eval,
             backend=args.backend,
+            cpus_per_run=args.cpus_per_run,
             appendix_attacks=appendix_attacks,
             xi_sweep=xi_sweep,
         )
         if args.dry_run:
-            print(format_plan(plan_grid(spec)))
+            from robustsafe.experiments.compute import format_cost
+
+            plan = plan_grid(spec)
+            print(format_plan(plan))
+            print(format_cost(spec, plan))
             return 0
         with _sigterm_as_interrupt():
             results = run_grid(spec)
@@ -984,15 +989,37 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
     g.add_argument("--preset", default="paper", choices=PRESETS)
     g.add_argument("--out", default="runs/grid", help="root of the run directories")
-    g.add_argument("--workers", type=int, default=1, help="trainings at a time (1 on 2 cores)")
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="trainings at a time (1 on 2 cores; local backend only)",
+    )
     g.add_argument("--attacks", default="none,random,mad,amad,mc,mr")
     g.add_argument("--episodes", type=int, default=50)
     g.add_argument("--eval-seed", type=int, default=0)
     g.add_argument("--eval-workers", type=int, default=2)
     g.add_argument("--eval-num-envs", type=int, default=10)
     g.add_argument("--no-eval", action="store_true", help="train only")
-    g.add_argument("--backend", default="local", choices=("local", "ray"))
-    g.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    g.add_argument(
+        "--backend",
+        default="local",
+        choices=("local", "ray"),
+        help="local: subprocesses here; ray: tasks on the Ray cluster of RAY_ADDRESS (no shared "
+        "disk needed: results come back to --out), as many at once as its CPUs allow",
+    )
+    g.add_argument(
+        "--cpus-per-run",
+        type=int,
+        default=2,
+        help="CPUs a Ray task asks for (default 2); Ray runs CPUs // this at once",
+    )
+    g.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan, and each run's env steps and expected wall time (the compute "
+        "model), and stop",
+    )
     g.add_argument(
         "--appendix",
         action="store_true",

@@ -22,7 +22,12 @@ and again, for instance after a crash or a reboot:
 Every training and evaluation is a separate process (``python -m robustsafe.cli train ...``),
 so a crash or a leak in one cannot take down the others: a failed process is reported with its
 exit status and the last lines of its log, and the grid goes on with the rest. At most
-``workers`` processes run at a time; an agent is evaluated as soon as its training ends.
+``workers`` processes run at a time (the Ray backend: as many as the cluster has room for); an
+agent is evaluated as soon as its training ends.
+
+This module plans and schedules; starting a command is a launcher's job
+(``robustsafe.experiments.launchers``: ``LocalLauncher``, subprocesses here; ``RayLauncher``,
+Ray tasks on any node without a shared disk, the results copied back to ``out``).
 
 The planned number of epochs of a run is resolved exactly as ``robustsafe train`` resolves it
 (preset, then ``--workers`` / ``--num-envs`` / ``--obs-norm``, ``--set``, ``--epochs`` /
@@ -45,21 +50,20 @@ import math
 import numbers
 import os
 import shlex
-import subprocess
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from robustsafe.config import PRESETS, TrainConfig, check_mode, resolve, split_algo, to_dict
+from robustsafe.experiments.launchers import RUN_LOST, make_launcher
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
 BACKENDS = ("local", "ray")
 LOG_TAIL_LINES = 15
+MAX_LOST = 3  # times a run may be lost with its node (Ray) before the grid gives up on it
 
 Action = Literal["train", "resume", "skip"]
 TrainStatus = Literal["trained", "resumed", "skipped", "failed", "pending"]
@@ -172,11 +176,12 @@ class GridSpec:
     out
         The root of the run directories.
     workers
-        How many training / evaluation processes run at a time. Default 1: each training
-        already steps its environments in 2 subprocesses (the presets' ``workers=2``) and
-        each evaluation uses 2 as well, so one run at a time keeps a 2-core machine busy;
-        more only makes the processes compete for the same cores (and for memory). Raise it
-        on a machine with about 2 cores per parallel run.
+        How many training / evaluation processes run at a time (local backend). Default 1:
+        each training already steps its environments in 2 subprocesses (the presets'
+        ``workers=2``) and each evaluation uses 2 as well, so one run at a time keeps a 2-core
+        machine busy; more only makes the processes compete for the same cores (and for
+        memory). Raise it on a machine with about 2 cores per parallel run. The Ray backend
+        ignores it: its concurrency follows the cluster (``cpus_per_run``).
     attacks, episodes, eval_seed
         ``robustsafe evaluate --attacks --episodes --seed``; the epsilon is always the run's
         own (``robust.epsilon`` of its ``config.yaml``, the task's preset value).
@@ -189,8 +194,13 @@ class GridSpec:
         False: train only.
     backend
         ``local`` (subprocesses of this process) or ``ray``: the same commands as Ray tasks
-        (``pip install ray``; each task asks Ray for 2 CPUs, and the run directories must be
-        on a file system that the Ray workers and this process share).
+        on the cluster of ``RAY_ADDRESS`` (else a local Ray instance; ``pip install ray``),
+        with no shared disk: each task gets a copy of its run directory and sends its files
+        back to ``out`` at every epoch and at its end; a run whose node is lost resumes on
+        another from the last epoch ``out`` holds (``robustsafe.experiments.launchers``).
+    cpus_per_run
+        The CPUs a Ray task asks for (default 2: a training's 2 env workers, an evaluation's
+        2); the Ray backend runs as many at once as the alive nodes have room for.
     appendix_attacks, appendix_modes
         Extra attackers for the appendix's tables (``robustsafe grid --appendix``: ``minr``
         and ``mix:0.25,0.5,0.75``), evaluated for the runs of ``appendix_modes`` (default
@@ -217,6 +227,7 @@ class GridSpec:
     eval_num_envs: int = 10
     evaluate: bool = True
     backend: str = "local"
+    cpus_per_run: int = 2
     appendix_attacks: tuple[str, ...] = ()
     appendix_modes: tuple[str, ...] = ("vanilla", "adv-mc", "adv-mr")
     xi_sweep: tuple[float, ...] = ()
@@ -246,7 +257,7 @@ class GridSpec:
                 raise ValueError(f"seeds must be non-negative integers, got {seed}")
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; accepted: {', '.join(PRESETS)}")
-        for name, low in (("workers", 1), ("episodes", 1), ("eval_seed", 0)):
+        for name, low in (("workers", 1), ("episodes", 1), ("eval_seed", 0), ("cpus_per_run", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -728,139 +739,6 @@ def format_results(results: Sequence[RunResult]) -> str:
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- launchers
-
-
-def _log_header(args: Sequence[str]) -> str:
-    stamp = datetime.now().isoformat(timespec="seconds")
-    return f"\n=== robustsafe grid, {stamp}: python {shlex.join(args)}\n"
-
-
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONUNBUFFERED"] = "1"  # the log shows progress as it happens
-    return env
-
-
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child get SIGTERM when this process dies, even by
-    ``kill -9`` (Linux ``prctl(PR_SET_PDEATHSIG)``), so that no training outlives its grid.
-    None elsewhere: there the run lock still stops a second writer."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-    import signal
-
-    libc = ctypes.CDLL(None, use_errno=True)  # loaded here: the child only calls it
-    parent = os.getpid()
-
-    def preexec() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent:  # the grid died before prctl took effect
-            os._exit(1)
-
-    return preexec
-
-
-class _LocalProcess:
-    def __init__(self, args: Sequence[str], log_path: Path) -> None:
-        self._log = open(log_path, "a")  # closed in poll() or stop()
-        try:
-            self._log.write(_log_header(args))
-            self._log.flush()
-            self._proc = subprocess.Popen(
-                [sys.executable, *args],
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=_child_env(),
-                preexec_fn=_die_with_parent(),
-            )
-        except BaseException:
-            self._log.close()
-            raise
-
-    def poll(self) -> int | None:
-        rc = self._proc.poll()
-        if rc is not None:
-            self._log.close()
-        return rc
-
-    def stop(self) -> None:
-        """End this process (the grid was interrupted)."""
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        self._log.close()
-
-
-class _LocalLauncher:
-    def start(self, args: Sequence[str], log_path: Path) -> _LocalProcess:
-        return _LocalProcess(args, log_path)
-
-
-def _ray_run_command(args: list[str], log_path: str, header: str, cwd: str) -> int:
-    """Body of a Ray task: run ``python ARGS`` with this worker's interpreter, in the
-    driver's working directory when this machine has it (a shared file system)."""
-    with open(log_path, "a") as log:
-        log.write(header)
-        log.flush()
-        done = subprocess.run(
-            [sys.executable, *args],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=_child_env(),
-            cwd=cwd if os.path.isdir(cwd) else None,
-        )
-    return done.returncode
-
-
-class _RayTask:
-    def __init__(self, ray: Any, ref: Any) -> None:
-        self._ray, self._ref = ray, ref
-
-    def poll(self) -> int | None:
-        ready, _ = self._ray.wait([self._ref], timeout=0)
-        if not ready:
-            return None
-        try:
-            return int(self._ray.get(self._ref))
-        except Exception:  # the task itself failed (worker died, ...)
-            return -1
-
-    def stop(self) -> None:
-        self._ray.cancel(self._ref, force=True)
-
-
-class _RayLauncher:
-    """Runs the same commands as Ray tasks (2 CPUs each) on a shared file system."""
-
-    def __init__(self) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise RuntimeError(
-                "backend='ray' needs Ray, which is not installed: pip install ray "
-                "(or use the default backend='local')"
-            ) from None
-        if not ray.is_initialized():
-            ray.init()  # connects to RAY_ADDRESS if set, else starts a local cluster
-        self._ray = ray
-        self._remote = ray.remote(num_cpus=2)(_ray_run_command)
-
-    def start(self, args: Sequence[str], log_path: Path) -> _RayTask:
-        ref = self._remote.remote(list(args), str(log_path), _log_header(args), os.getcwd())
-        return _RayTask(self._ray, ref)
-
-
 # ----------------------------------------------------------------------------- running
 
 
@@ -874,6 +752,7 @@ class _Job:
     log_offset: int = 0
     handle: Any = None
     name: str = ""  # the file an "extra" job writes
+    lost: int = 0  # times its node was lost (Ray)
 
 
 @dataclass
@@ -964,9 +843,12 @@ def run_grid(
     if dry_run:
         return [s.result() for s in states]
 
-    launcher: Any = _RayLauncher() if spec.backend == "ray" else _LocalLauncher()
     with _GridLock(spec.out):
-        results = _execute(spec, plan, states, launcher, log, poll_interval)
+        launcher = make_launcher(spec.backend, spec.workers, spec.cpus_per_run)
+        try:
+            results = _execute(spec, plan, states, launcher, log, poll_interval)
+        finally:
+            launcher.close()
     failed = sum(not r.ok for r in results)
     log(f"[grid] finished: {len(results)} runs, {failed} failed")
     return results
@@ -1003,6 +885,13 @@ def _execute(
         s = states[job.index]
         p = plan[job.index]
         seconds = time.monotonic() - job.started
+        if rc == RUN_LOST and job.lost < MAX_LOST:
+            again = _after_loss(spec, job, p)
+            pending.appendleft(again)
+            total += 1
+            where = f"from epoch {_epochs_done(p.run_dir)}" if job.kind == "train" else "again"
+            log(f"[grid] LOST  {describe(job)}: its node was lost; it runs {where}")
+            return
         if job.kind == "extra":
             if _finish_extra(s, job, rc):
                 log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
@@ -1044,14 +933,14 @@ def _execute(
 
     try:
         while pending or running:
-            while pending and len(running) < spec.workers:
+            while pending and len(running) < launcher.capacity():
                 job = pending.popleft()
                 n_started += 1
                 job.started = time.monotonic()
                 try:
                     job.log_path.parent.mkdir(parents=True, exist_ok=True)
                     job.log_offset = job.log_path.stat().st_size if job.log_path.exists() else 0
-                    job.handle = launcher.start(job.args, job.log_path)
+                    job.handle = launcher.start(job.args, job.log_path, plan[job.index].run_dir)
                 except OSError as err:
                     s = states[job.index]
                     if job.kind == "train":
@@ -1135,6 +1024,16 @@ def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
     except (OSError, ValueError):
         pass  # the evaluation will report the problem with the run
     return _Job("evaluate", index, evaluate_command(spec, plan), plan.run_dir / "eval.log")
+
+
+def _after_loss(spec: GridSpec, job: _Job, plan: PlannedRun) -> _Job:
+    """The job again after its node was lost: a training resumes from the epochs that the
+    driver's copy of the run holds (from the start if none)."""
+    args = job.args
+    if job.kind == "train":
+        action: Action = "resume" if (plan.run_dir / "state.pt").exists() else "train"
+        args = train_command(spec, replace(plan, action=action))
+    return replace(job, args=args, handle=None, lost=job.lost + 1)
 
 
 def _epochs_done(run_dir: Path) -> int:

@@ -33,44 +33,6 @@ TINY = (
 ).split()
 
 
-class FakeRay:
-    """Just enough of ``ray`` for the grid: tasks run at once, in this process."""
-
-    def __init__(self) -> None:
-        self.initialized = False
-        self.num_cpus = None
-        self.calls: list[tuple] = []
-
-    def is_initialized(self) -> bool:
-        return self.initialized
-
-    def init(self) -> None:
-        self.initialized = True
-
-    def remote(self, num_cpus):
-        self.num_cpus = num_cpus
-        outer = self
-
-        def wrap(fn):
-            class Remote:
-                def remote(self, *args):
-                    outer.calls.append(args)
-                    return fn(*args)  # the "object ref" is the result
-
-            return Remote()
-
-        return wrap
-
-    def wait(self, refs, timeout):
-        return list(refs), []
-
-    def get(self, ref):
-        return ref
-
-    def cancel(self, ref, force=False):
-        pass
-
-
 @pytest.fixture
 def importable_toy(monkeypatch):
     """Make ``tests.experiments.toy_env`` importable here and in the grid's subprocesses."""
@@ -226,22 +188,7 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
         ("skip", False),
         ("skip", True),
     ]
-    # the Ray backend runs the same commands as tasks (a stand-in for ray here)
-    fake = FakeRay()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "ray", fake)
-        via_ray = run_grid(dataclasses.replace(spec, backend="ray"), log=lambda s: None)
-    assert [(r.train, r.evaluation) for r in via_ray] == [
-        ("skipped", "skipped"),
-        ("skipped", "evaluated"),
-    ]
-    assert fake.num_cpus == 2 and len(fake.calls) == 1
-    args, log_path, header, cwd = fake.calls[0]
-    assert args[:3] == ["-m", "robustsafe.cli", "evaluate"] and "--eps" in args
-    assert Path(log_path).is_absolute() and "robustsafe.cli evaluate" in header
-    assert cwd == os.getcwd()
-    assert [p.evaluate for p in plan_grid(spec)] == [False, False]
-
+    # (the Ray backend runs the same commands as tasks: tests/experiments/test_grid_ray.py)
     # two grids never work in one directory at once; a stale lock is taken over
     lock = out / ".grid.lock"
     lock.write_text(str(os.getpid()))

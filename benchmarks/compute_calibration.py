@@ -1,0 +1,116 @@
+"""Measurements the compute model (``robustsafe.experiments.compute``) needs beside the committed
+runs' metrics, all taken in one process, one after the other, so that they share the machine's
+load:
+
+- the raw random-action env rate of each task (20 envs, 2 subprocess workers, the presets'
+  layout), interleaved over ``--rounds`` rounds: the tasks without a committed training run
+  are modelled from their raw rate relative to the reference task's;
+- a few epochs of ``vanilla`` on the reference task under ``fast`` and under ``paper``: the
+  ratio of their update time per env step is the paper preset's update factor (full-batch,
+  80-pass updates on 40,000-80,000-step epochs against fast's 10 minibatch passes).
+
+    python benchmarks/compute_calibration.py --out benchmarks/results/compute/calibration.json
+
+Absolute rates here depend on the load at the time; the model uses only ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from robustsafe.envs import VectorEnv
+
+TASKS = (
+    "SafetyCarRun-v0",
+    "SafetyCarCircle-v0",
+    "SafetyDroneRun-v0",
+    "SafetyDroneCircle-v0",
+    "SafetyAntRun-v0",
+    "SafetyAntCircle-v0",
+)
+
+
+def raw_rate(env_id: str, seconds: float, num_envs: int = 20, workers: int = 2) -> float:
+    rng = np.random.default_rng(0)
+    with VectorEnv(env_id, num_envs, seed=0, workers=workers) as vec:
+        vec.reset()
+        lo, hi = vec.act_low, vec.act_high
+        for _ in range(10):
+            vec.step(rng.uniform(lo, hi, (num_envs, vec.act_dim)))
+        steps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            vec.step(rng.uniform(lo, hi, (num_envs, vec.act_dim)))
+            steps += num_envs
+        return steps / (time.perf_counter() - t0)
+
+
+def train_split(env_id: str, preset: str, epochs: int, skip: int) -> dict[str, float]:
+    """Per-env-step seconds of each part, over the epochs after the first ``skip``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        cmd = [sys.executable, "-m", "robustsafe.cli", "train", "--env", env_id]
+        cmd += ["--preset", preset, "--epochs", str(epochs), "--out", str(out), "--no-progress"]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        with (out / "metrics.csv").open() as f:
+            rows = list(csv.DictReader(f))
+    before = int(rows[skip - 1]["env_steps"]) if skip else 0
+    rows = rows[skip:]
+    n = int(rows[-1]["env_steps"]) - before
+    per_epoch = n / len(rows)
+    parts = {
+        k: sum(float(r[k]) for r in rows) / n
+        for k in ("time_env", "time_attack", "time_policy", "time_update")
+    }
+    parts["epoch"] = sum(per_epoch / float(r["steps_per_s"]) for r in rows) / n
+    return parts
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--out", default="benchmarks/results/compute/calibration.json")
+    p.add_argument("--reference", default="SafetyCarCircle-v0")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=4.0)
+    args = p.parse_args()
+    rates: dict[str, list[float]] = {t: [] for t in TASKS}
+    for _ in range(args.rounds):
+        for task in TASKS:
+            rates[task].append(raw_rate(task, args.seconds))
+            print(task, f"{rates[task][-1]:.0f} steps/s", flush=True)
+    raw = {t: float(np.median(v)) for t, v in rates.items()}
+    fast = train_split(args.reference, "fast", 4, 1)
+    paper = train_split(args.reference, "paper", 2, 1)
+    result = {
+        "command": "python benchmarks/compute_calibration.py " + " ".join(sys.argv[1:]),
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_at_end": os.getloadavg()[0],
+        },
+        "reference": args.reference,
+        "raw_steps_per_s": raw,
+        "raw_steps_per_s_rounds": rates,
+        "raw_over_reference": {t: raw[t] / raw[args.reference] for t in TASKS},
+        "fast_seconds_per_step": fast,
+        "paper_seconds_per_step": paper,
+        "paper_update_factor": paper["time_update"] / fast["time_update"],
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Write the compute model's table of measured rates (``robustsafe/experiments/compute_rates.py``).
+
+From the committed Table 1 runs (``benchmarks/results/table1/<env>/<mode>/seed*/metrics.csv``,
+preset ``fast``, 20 envs in 2 worker processes, this 2-core machine): seconds per env step of
+the whole training (wall time over env steps: start-up, checkpoints and updates included) and
+its parts (env stepping, attacks, policy, updates; summed over epochs), pooled over seeds, per
+task and training mode. From ``benchmarks/results/compute/calibration.json``
+(``benchmarks/compute_calibration.py``): each task's raw env rate relative to the reference
+task, and the paper preset's update cost per step relative to fast's.
+
+    python benchmarks/compute_rates.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+
+PARTS = ("time_env", "time_attack", "time_policy", "time_update")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--runs", default="benchmarks/results/table1")
+    p.add_argument("--calibration", default="benchmarks/results/compute/calibration.json")
+    p.add_argument("--out", default="robustsafe/experiments/compute_rates.py")
+    args = p.parse_args()
+    sums: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for metrics in sorted(Path(args.runs).glob("*/*/seed*/metrics.csv")):
+        env, mode = metrics.parts[-4], metrics.parts[-3]
+        with metrics.open() as f:
+            rows = list(csv.DictReader(f))
+        s = sums[(env, mode)]
+        s["steps"] += int(rows[-1]["env_steps"])
+        s["wall"] += float(rows[-1]["wall_time"])
+        s["runs"] += 1
+        for k in PARTS:
+            s[k] += sum(float(r[k]) for r in rows)
+    measured = {}
+    for (env, mode), s in sorted(sums.items()):
+        us = [1e6 * s["wall"] / s["steps"], *(1e6 * s[k] / s["steps"] for k in PARTS)]
+        measured[f"{env}/{mode}"] = (*(round(x, 2) for x in us), int(s["runs"]))
+    cal = json.loads(Path(args.calibration).read_text())
+    rows = "\n".join(f"    {json.dumps(k)}: {v!r}," for k, v in measured.items())
+    ratios = "\n".join(
+        f"    {json.dumps(k)}: {round(v, 3)!r}," for k, v in cal["raw_over_reference"].items()
+    )
+    text = f'''"""Measured rates of the compute model (``robustsafe.experiments.compute``).
+
+Written by ``python benchmarks/compute_rates.py`` from the committed Table 1 runs' metrics.csv
+({args.runs}, preset fast, 2 cores) and
+{args.calibration}; do not edit.
+"""
+
+# "<env>/<mode>": microseconds per env step of a whole fast-preset training (wall: start-up,
+# checkpoints and updates included) and of its parts, summed over epochs; and the runs pooled.
+FIELDS = ("wall", "env", "attack", "policy", "update", "runs")
+MEASURED = {{
+{rows}
+}}
+
+# The task the others are scaled from, and each task's raw env rate relative to it.
+REFERENCE = {json.dumps(cal["reference"])}
+RAW_OVER_REFERENCE = {{
+{ratios}
+}}
+
+# Update seconds per env step under the paper preset over fast's (the reference task, vanilla).
+PAPER_UPDATE_FACTOR = {round(cal["paper_update_factor"], 3)!r}
+'''
+    Path(args.out).write_text(text)
+    print(f"wrote {args.out}: {len(measured)} (task, mode) rates")
+
+
+if __name__ == "__main__":
+    main()

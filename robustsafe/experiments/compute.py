@@ -1,0 +1,204 @@
+"""The compute model: env steps and expected wall time of a grid's runs.
+
+A training's wall time is its env steps times seconds per step, the latter from a small table
+of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.py``):
+
+- a (task, mode) with committed runs (Table 1's Car tasks, preset ``fast``, 2 cores, 20 envs in
+  2 worker processes) uses their measured seconds per step: the whole training's wall time
+  (start-up, checkpoints and updates included) over its env steps, pooled over seeds;
+- another task uses the reference task's (SafetyCarCircle-v0: the same (256, 256) networks as
+  the Drone and Ant presets) with its env-stepping part scaled by the two tasks' raw
+  random-action rates, measured side by side (``benchmarks/compute_calibration.py``); a task
+  without that measurement uses the reference's rates unchanged (factor 1, stated);
+- preset ``paper`` multiplies the update part by the measured paper/fast update cost per step
+  (full-batch 80-pass updates); ``adv-mix:W`` counts as ``adv-mc``, other learners than PPOL as
+  PPOL in the same mode (both stated in the basis column).
+
+An evaluation's env steps are episodes x episode length per attacker; its seconds per step are
+the task's env + policy parts (natural, random) or env + attack + policy of ``adv-mc`` (the
+other attackers), a rough guide (evaluation runs another vector layout).
+
+The rates are this 2-core machine's; on another machine scale them (the basis column names
+them). ``robustsafe grid --dry-run`` prints the model's numbers after the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from robustsafe.experiments import compute_rates as rates
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Seconds per env step of a training (``wall``) and of its parts."""
+
+    wall: float
+    env: float
+    attack: float
+    policy: float
+    update: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class RunCost:
+    train_steps: int  # env steps still to train
+    train_seconds: float
+    eval_steps: int  # env steps of the evaluations still to run
+    eval_seconds: float
+    basis: str
+
+    @property
+    def seconds(self) -> float:
+        return self.train_seconds + self.eval_seconds
+
+
+def _parts(key: str) -> StepCost:
+    wall, env, attack, policy, update, _ = (x * 1e-6 for x in rates.MEASURED[key])
+    return StepCost(wall, env, attack, policy, update, "measured")
+
+
+def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") -> StepCost:
+    """The model's seconds per env step of a training (see the module doc)."""
+    notes = []
+    if mode.startswith("adv-mix"):
+        notes.append(f"{mode} as adv-mc")
+        mode = "adv-mc"
+    task = env_id.rsplit(":", 1)[-1]
+    key = f"{task}/{mode}"
+    if key in rates.MEASURED:
+        c = _parts(key)
+        basis = "measured"
+    else:
+        ref = f"{rates.REFERENCE}/{mode}"
+        if ref not in rates.MEASURED:
+            ref = f"{rates.REFERENCE}/vanilla"
+            notes.append(f"{mode} as vanilla")
+        c = _parts(ref)
+        ratio = rates.RAW_OVER_REFERENCE.get(task)
+        if ratio:
+            env = c.env / ratio
+            c = StepCost(c.wall + env - c.env, env, c.attack, c.policy, c.update, "")
+            basis = f"{rates.REFERENCE}'s, env x{1 / ratio:.2f} (raw rate)"
+        else:
+            basis = f"no measurement: {rates.REFERENCE}'s (x1.00)"
+    if preset == "paper":
+        extra = c.update * (rates.PAPER_UPDATE_FACTOR - 1)
+        c = StepCost(c.wall + extra, c.env, c.attack, c.policy, c.update + extra, "")
+        notes.append(f"updates x{rates.PAPER_UPDATE_FACTOR:.1f} (paper)")
+    if algo != "ppol":
+        notes.append(f"{algo} as ppol")
+    return StepCost(c.wall, c.env, c.attack, c.policy, c.update, "; ".join([basis, *notes]))
+
+
+def _episode_length(env_id: str, episode_steps: int | None) -> int:
+    if episode_steps:
+        return int(episode_steps)
+    from robustsafe.config import _episode_length as registered
+
+    try:
+        return registered(env_id) or 1000
+    except Exception:  # a custom env that cannot be looked up: a guess
+        return 1000
+
+
+def eval_attackers(spec, plan) -> tuple[int, int]:
+    """(natural or random, gradient) attacker evaluations that a planned run still needs: the
+    main evaluation's if it runs, and the extra ones it lists."""
+    from robustsafe.experiments.grid import expected_attacks
+
+    cheap, costly = 0, 0
+    if plan.evaluate:
+        for a in expected_attacks(spec):
+            if a in ("none", "random"):
+                cheap += 1
+            else:
+                costly += 1
+    for name in plan.extra:
+        if name.startswith("eval-xi"):  # natural, MAD, AMAD at each xi
+            cheap, costly = cheap + 1, costly + 1 + len(spec.xi_sweep)
+        else:
+            cheap, costly = cheap + 1, costly + len(spec.appendix_attacks)
+    return cheap, costly
+
+
+def run_cost(spec, plan) -> RunCost:
+    """The model's cost of what the grid still has to do for one planned run."""
+    from robustsafe.experiments.grid import resolve_train_config
+
+    cfg = resolve_train_config(spec, plan.env_id, plan.mode, plan.seed, plan.algo)
+    c = step_cost(plan.env_id, plan.mode, spec.preset, plan.algo)
+    left = max(0, plan.epochs_planned - plan.epochs_done) if plan.action != "skip" else 0
+    train_steps = left * cfg.steps_per_epoch
+    cheap, costly = eval_attackers(spec, plan)
+    per_attacker = spec.episodes * _episode_length(plan.env_id, cfg.episode_steps)
+    natural = step_cost(plan.env_id, "vanilla", "fast")
+    attacked = step_cost(plan.env_id, "adv-mc", "fast")
+    eval_seconds = per_attacker * (
+        cheap * (natural.env + natural.policy)
+        + costly * (attacked.env + attacked.attack + attacked.policy)
+    )
+    return RunCost(
+        train_steps,
+        train_steps * c.wall,
+        per_attacker * (cheap + costly),
+        eval_seconds,
+        c.basis,
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def format_cost(spec, plan: Sequence, costs: Sequence[RunCost] | None = None) -> str:
+    """Per run: env steps and expected wall time of its training and evaluations; the total,
+    in run-hours and core-hours (``cpus_per_run`` cores per run)."""
+    costs = [run_cost(spec, p) for p in plan] if costs is None else list(costs)
+    lines = [
+        "expected cost (rates measured on a 2-core machine, 20 envs in 2 processes per run; "
+        "see robustsafe.experiments.compute):",
+        f"{'run':<48} {'train steps':>12} {'train':>8} {'eval steps':>11} {'eval':>8}  basis",
+    ]
+    for p, c in zip(plan, costs, strict=True):
+        name = f"{p.env_id.rsplit(':', 1)[-1]} {p.label} seed {p.seed}"
+        lines.append(
+            f"{name:<48} {c.train_steps:>12,} {_duration(c.train_seconds):>8} "
+            f"{c.eval_steps:>11,} {_duration(c.eval_seconds):>8}  {c.basis}"
+        )
+    total = sum(c.seconds for c in costs)
+    steps = sum(c.train_steps for c in costs)
+    core_h = total * spec.cpus_per_run / 3600
+    line = (
+        f"total: {len(costs)} runs, {steps:,} training env steps, "
+        f"{sum(c.eval_steps for c in costs):,} evaluation env steps; "
+        f"{total / 3600:.1f} run-hours = {core_h:.0f} core-hours at {spec.cpus_per_run} "
+        "cores per run"
+    )
+    if spec.backend == "local":
+        line += f"; {_duration(total / spec.workers)} with {spec.workers} at a time here"
+    else:
+        line += "; on Ray: run-hours / the cluster's runs at a time (CPUs // cpus_per_run)"
+    lines.append(line)
+    load, cores = _load()
+    if load is not None and cores and load > cores:
+        lines.append(
+            f"note: this machine's load average is {load:.1f} on {cores} cores; the rates were "
+            f"measured on an idle one: expect up to about {load / cores:.1f}x longer"
+        )
+    return "\n".join(lines)
+
+
+def _load() -> tuple[float | None, int | None]:
+    import os
+
+    try:
+        return os.getloadavg()[0], os.cpu_count()
+    except (AttributeError, OSError):
+        return None, os.cpu_count()

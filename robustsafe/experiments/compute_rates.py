@@ -1,0 +1,40 @@
+"""Measured rates of the compute model (``robustsafe.experiments.compute``).
+
+Written by ``python benchmarks/compute_rates.py`` from the committed Table 1 runs' metrics.csv
+(benchmarks/results/table1, preset fast, 2 cores) and
+benchmarks/results/compute/calibration.json; do not edit.
+"""
+
+# "<env>/<mode>": microseconds per env step of a whole fast-preset training (wall: start-up,
+# checkpoints and updates included) and of its parts, summed over epochs; and the runs pooled.
+FIELDS = ("wall", "env", "attack", "policy", "update", "runs")
+MEASURED = {
+    "SafetyCarCircle-v0/adv-mc": (1070.41, 628.97, 211.72, 8.34, 199.64, 3),
+    "SafetyCarCircle-v0/adv-mr": (1124.27, 621.28, 262.2, 8.01, 210.17, 3),
+    "SafetyCarCircle-v0/random": (1334.58, 861.87, 15.0, 14.27, 403.39, 3),
+    "SafetyCarCircle-v0/sa-mad": (1683.85, 970.79, 95.73, 18.41, 556.63, 3),
+    "SafetyCarCircle-v0/sa-mc": (1519.4, 878.73, 117.22, 18.56, 468.65, 3),
+    "SafetyCarCircle-v0/sa-mr": (2186.37, 1174.62, 264.72, 18.56, 678.45, 3),
+    "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3),
+    "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3),
+    "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3),
+    "SafetyCarRun-v0/random": (640.85, 492.59, 12.53, 10.41, 93.76, 3),
+    "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3),
+    "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3),
+    "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3),
+    "SafetyCarRun-v0/vanilla": (625.6, 485.38, 0.0, 13.66, 90.89, 3),
+}
+
+# The task the others are scaled from, and each task's raw env rate relative to it.
+REFERENCE = "SafetyCarCircle-v0"
+RAW_OVER_REFERENCE = {
+    "SafetyCarRun-v0": 1.294,
+    "SafetyCarCircle-v0": 1.0,
+    "SafetyDroneRun-v0": 4.204,
+    "SafetyDroneCircle-v0": 2.747,
+    "SafetyAntRun-v0": 1.588,
+    "SafetyAntCircle-v0": 1.565,
+}
+
+# Update seconds per env step under the paper preset over fast's (the reference task, vanilla).
+PAPER_UPDATE_FACTOR = 4.395

@@ -1,0 +1,467 @@
+"""How the grid runs its commands: one small class per backend.
+
+The grid (``robustsafe.experiments.grid``) plans the runs and decides what runs when; a
+launcher only starts one command (``python ARGS``, for one run directory) and says when it
+ends::
+
+    launcher = make_launcher("local", workers=1)       # or "ray", cpus_per_run=2
+    handle = launcher.start(args, log_path, run_dir)   # output appended to log_path
+    handle.poll()        # None while it runs, else its exit status; RUN_LOST: the machine
+                         # running it was lost (the grid then starts it again)
+    handle.stop()        # end it (the grid was interrupted)
+    launcher.capacity()  # how many commands may run at once, now
+    launcher.close()
+
+``LocalLauncher``: subprocesses of this process, writing in the run directory itself.
+
+``RayLauncher``: Ray tasks, on any node of a Ray cluster, with no shared disk. The driver
+(this process) holds the run directories under the grid's ``--out``; a task never writes there:
+
+1. the driver ships the run directory (its files, without the grid's logs and without the
+   ``checkpoints/`` snapshots, which a resume does not need; an evaluation gets no
+   ``state.pt`` either) to the task as a task argument, through Ray's object store;
+2. the task unpacks it in a fresh node-local directory (``$ROBUSTSAFE_RAY_WORKDIR`` or the
+   node's temporary directory), runs the command there with the paths rewritten, and
+3. at each finished epoch (``status.json`` changed) and at the end, sends the files that
+   changed, and the new lines of the command's log, to an inbox actor that lives on the
+   driver's node (``ray.get`` in the task waits until the inbox holds them);
+4. the driver empties the inbox as it polls, writing the files into ``--out`` (atomically,
+   with the task's modification times) and appending to the run's log there;
+5. the task removes its directory.
+
+So when a node dies mid-run, the driver holds the run as of its last finished epoch (at most
+one epoch, plus the one running, is lost) and the grid resumes it with ``--resume`` on
+whichever node Ray picks. Concurrency follows the cluster: each task asks Ray for
+``cpus_per_run`` CPUs, and ``capacity()`` is the number of such slots over the alive nodes
+(``floor(node CPUs / cpus_per_run)`` summed), re-read as nodes join or leave.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+RUN_LOST = -1000  # poll(): the node (or worker) running the command was lost
+WORKDIR_ENV = "ROBUSTSAFE_RAY_WORKDIR"  # where a Ray task makes its run directories
+
+# A file bundle: (path relative to the run directory, mtime in ns, contents).
+Bundle = list[tuple[str, int, bytes]]
+
+
+def log_header(args: Sequence[str]) -> str:
+    stamp = datetime.now().isoformat(timespec="seconds")
+    return f"\n=== robustsafe grid, {stamp}: python {shlex.join(args)}\n"
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"  # the log shows progress as it happens
+    return env
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGTERM when this process dies, even by
+    ``kill -9`` (Linux ``prctl(PR_SET_PDEATHSIG)``), so that no training outlives its grid
+    (or its Ray worker). None elsewhere: there the run lock still stops a second writer."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded here: the child only calls it
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+# ----------------------------------------------------------------------------- local
+
+
+class LocalProcess:
+    def __init__(self, args: Sequence[str], log_path: Path) -> None:
+        self._log = open(log_path, "a")  # closed in poll() or stop()
+        try:
+            self._log.write(log_header(args))
+            self._log.flush()
+            self._proc = subprocess.Popen(
+                [sys.executable, *args],
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=child_env(),
+                preexec_fn=die_with_parent(),
+            )
+        except BaseException:
+            self._log.close()
+            raise
+
+    def poll(self) -> int | None:
+        rc = self._proc.poll()
+        if rc is not None:
+            self._log.close()
+        return rc
+
+    def stop(self) -> None:
+        """End this process (the grid was interrupted)."""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._log.close()
+
+
+class LocalLauncher:
+    """Subprocesses of this process, ``workers`` at a time, in the run directories."""
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
+
+    def capacity(self) -> int:
+        return self.workers
+
+    def start(self, args: Sequence[str], log_path: Path, run_dir: Path) -> LocalProcess:
+        return LocalProcess(args, log_path)
+
+    def close(self) -> None:
+        pass
+
+
+# ----------------------------------------------------------------------------- file bundles
+
+_NEVER_SENT = (".lock",)  # the run lock (robustsafe.runstate.LOCK_NAME) stays where it is
+
+
+def _sendable(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return name not in _NEVER_SENT and not (name.startswith(".") and name.endswith(".tmp"))
+
+
+def _files(root: Path) -> dict[str, os.stat_result]:
+    out: dict[str, os.stat_result] = {}
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if _sendable(rel):
+                try:
+                    out[rel] = path.stat()
+                except FileNotFoundError:  # replaced meanwhile
+                    pass
+    return out
+
+
+def pack_run_dir(run_dir: Path, with_state: bool = True) -> Bundle:
+    """The files of a run directory to ship to a task: all but the grid's logs (``*.log``
+    at the top) and ``checkpoints/`` (agent snapshots, kept on the driver only); without
+    ``state.pt`` (the training state, replay buffer included) unless ``with_state``."""
+    bundle: Bundle = []
+    if not run_dir.is_dir():
+        return bundle
+    for rel, st in sorted(_files(run_dir).items()):
+        top = "/" not in rel
+        if rel.startswith("checkpoints/") or (top and rel.endswith(".log")):
+            continue
+        if rel == "state.pt" and not with_state:
+            continue
+        try:
+            bundle.append((rel, st.st_mtime_ns, (run_dir / rel).read_bytes()))
+        except FileNotFoundError:
+            pass
+    return bundle
+
+
+def unpack(root: Path, bundle: Bundle) -> None:
+    """Write a bundle's files under ``root``, each atomically, with its modification time."""
+    for rel, mtime_ns, data in bundle:
+        path = root / rel
+        if not path.resolve().is_relative_to(root.resolve()):
+            raise ValueError(f"bundle path {rel!r} leaves {root}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.sync.tmp")
+        tmp.write_bytes(data)
+        os.utime(tmp, ns=(mtime_ns, mtime_ns))
+        os.replace(tmp, path)
+
+
+def _changed(root: Path, seen: dict[str, tuple[int, int]], skip: set[str]) -> Bundle:
+    """The files of ``root`` that are new or changed since ``seen`` (updated in place)."""
+    out: Bundle = []
+    for rel, st in sorted(_files(root).items()):
+        key = (st.st_mtime_ns, st.st_size)
+        if rel in skip or seen.get(rel) == key:
+            continue
+        try:
+            data = (root / rel).read_bytes()
+        except FileNotFoundError:
+            continue
+        seen[rel] = key
+        out.append((rel, st.st_mtime_ns, data))
+    return out
+
+
+# ----------------------------------------------------------------------------- ray
+
+
+class _Inbox:
+    """A Ray actor on the driver's node: what the tasks send, until the driver takes it."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[int, Bundle, bytes]] = []
+
+    def push(self, key: int, files: Bundle, log: bytes) -> None:
+        self._items.append((key, files, log))
+
+    def take(self) -> list[tuple[int, Bundle, bytes]]:
+        items, self._items = self._items, []
+        return items
+
+
+def _relocate(arg: str, old: str, new: str) -> str:
+    if arg == old:
+        return new
+    if arg.startswith(old + os.sep):
+        return new + arg[len(old) :]
+    return arg
+
+
+def run_in_task(
+    args: list[str],
+    run_dir: str,
+    log_name: str,
+    header: str,
+    bundle: Bundle,
+    inbox: Any,
+    key: int,
+    poll_interval: float = 0.25,
+) -> int:
+    """Body of a Ray task: run ``python ARGS`` in a node-local copy of the run directory and
+    send its changes to the driver's inbox at every finished epoch and at the end."""
+    import ray
+
+    base = os.environ.get(WORKDIR_ENV) or None
+    if base:
+        os.makedirs(base, exist_ok=True)
+    local = Path(tempfile.mkdtemp(prefix="robustsafe-run-", dir=base))
+    proc: subprocess.Popen | None = None
+    try:
+        unpack(local, bundle)
+        del bundle
+        seen = {rel: (st.st_mtime_ns, st.st_size) for rel, st in _files(local).items()}
+        log_path = local / log_name
+        sent = 0
+
+        def send() -> None:
+            nonlocal sent
+            files = _changed(local, seen, {log_name})
+            with open(log_path, "rb") as f:
+                f.seek(sent)
+                new = f.read()
+            sent += len(new)
+            if files or new:
+                ray.get(inbox.push.remote(key, files, new))
+
+        with open(log_path, "a") as log:
+            log.write(header)
+            log.flush()
+            proc = subprocess.Popen(
+                [sys.executable, *[_relocate(a, run_dir, str(local)) for a in args]],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=child_env(),
+                cwd=local,
+                preexec_fn=die_with_parent(),
+            )
+        status = local / "status.json"
+        last = None
+        while proc.poll() is None:
+            time.sleep(poll_interval)
+            try:
+                now = status.stat().st_mtime_ns
+            except FileNotFoundError:
+                now = None
+            if now != last:  # an epoch ended: state.pt and friends are written
+                last = now
+                send()
+        send()
+        return int(proc.returncode)
+    finally:
+        if proc is not None and proc.poll() is None:  # cancelled
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(local, ignore_errors=True)
+
+
+def _keeping_sigterm(fn: Callable[[], Any]) -> Any:
+    """Call ``fn`` (``ray.init``) and put back this process's SIGTERM handler, which Ray's
+    core worker replaces with its own (log and die): a ``kill`` of the grid must stop its
+    tasks as Ctrl-C does (the grid's handler raises KeyboardInterrupt)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        return fn()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class RayTask:
+    def __init__(self, launcher: RayLauncher, ref: Any, key: int, log_path: Path) -> None:
+        self._launcher, self._ref, self._key, self._log_path = launcher, ref, key, log_path
+
+    def poll(self) -> int | None:
+        ray = self._launcher.ray
+        ready, _ = ray.wait([self._ref], timeout=0)
+        self._launcher.drain(force=bool(ready))
+        if not ready:
+            return None
+        self._launcher.forget(self._key)
+        try:
+            return int(ray.get(self._ref))
+        except ray.exceptions.RayTaskError as err:  # the task's own code failed
+            with open(self._log_path, "a") as log:
+                log.write(f"[grid] the Ray task failed: {err}\n")
+            return -1
+        except ray.exceptions.RayError as err:  # its worker or node was lost
+            with open(self._log_path, "a") as log:
+                log.write(f"[grid] the Ray task was lost: {type(err).__name__}: {err}\n")
+            return RUN_LOST
+
+    def stop(self) -> None:
+        try:
+            self._launcher.ray.cancel(self._ref)  # KeyboardInterrupt in the task: it cleans up
+            self._launcher.forget(self._key)  # what it sent before
+        except Exception:  # the cluster is gone: nothing more to save
+            pass
+
+
+class RayLauncher:
+    """Ray tasks of ``cpus_per_run`` CPUs each, with no shared disk (see the module doc)."""
+
+    def __init__(self, cpus_per_run: int = 2, drain_interval: float = 1.0) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise RuntimeError(
+                "backend='ray' needs Ray, which is not installed: pip install ray "
+                "(or use the default backend='local')"
+            ) from None
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        if not ray.is_initialized():
+            _keeping_sigterm(ray.init)  # connects to RAY_ADDRESS if set, else starts one here
+        self.ray = ray
+        self.cpus_per_run = cpus_per_run
+        self.drain_interval = drain_interval
+        here = ray.get_runtime_context().get_node_id()
+        self._inbox = (
+            ray.remote(_Inbox)
+            .options(
+                num_cpus=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+            )
+            .remote()
+        )
+        self._task = ray.remote(run_in_task).options(num_cpus=cpus_per_run, max_retries=0)
+        self._targets: dict[int, tuple[Path, Path]] = {}  # key -> (run dir, log)
+        self._next_key = 0
+        self._last_drain = 0.0
+        self._capacity: tuple[float, int] | None = None
+        if self.capacity() == 0:
+            raise RuntimeError(
+                f"no alive node of the Ray cluster has {cpus_per_run} CPUs for a run; "
+                "lower --cpus-per-run or add nodes (an autoscaling cluster: min_workers >= 1)"
+            )
+
+    def capacity(self) -> int:
+        """Runs that fit at once on the alive nodes (re-read every 5 s; 0 while none)."""
+        now = time.monotonic()
+        if self._capacity is None or now - self._capacity[0] > 5.0:
+            slots = sum(
+                int(n.get("Resources", {}).get("CPU", 0) // self.cpus_per_run)
+                for n in self.ray.nodes()
+                if n.get("Alive")
+            )
+            self._capacity = (now, slots)
+        return self._capacity[1]
+
+    def start(self, args: Sequence[str], log_path: Path, run_dir: Path) -> RayTask:
+        key = self._next_key
+        self._next_key += 1
+        run_dir, log_path = Path(run_dir), Path(log_path)
+        if not log_path.parent.resolve().is_relative_to(run_dir.resolve()):
+            raise ValueError(f"the log {log_path} is not in the run directory {run_dir}")
+        self._targets[key] = (run_dir, log_path)
+        ref = self._task.remote(
+            list(args),
+            str(run_dir),
+            log_path.resolve().relative_to(run_dir.resolve()).as_posix(),
+            log_header(args),
+            pack_run_dir(run_dir, with_state=list(args[2:3]) == ["train"]),
+            self._inbox,
+            key,
+        )
+        return RayTask(self, ref, key, log_path)
+
+    def drain(self, force: bool = False) -> None:
+        """Write what the tasks sent into the driver's run directories."""
+        now = time.monotonic()
+        if not force and now - self._last_drain < self.drain_interval:
+            return
+        self._last_drain = now
+        for key, files, log in self.ray.get(self._inbox.take.remote()):
+            target = self._targets.get(key)
+            if target is None:
+                continue  # a stopped task's last words
+            run_dir, log_path = target
+            unpack(run_dir, files)
+            if log:
+                with open(log_path, "ab") as f:
+                    f.write(log)
+
+    def forget(self, key: int) -> None:
+        self.drain(force=True)
+        self._targets.pop(key, None)
+
+    def close(self) -> None:
+        try:
+            self.drain(force=True)
+            self.ray.kill(self._inbox)
+        except Exception:
+            pass
+
+
+def make_launcher(backend: str, workers: int = 1, cpus_per_run: int = 2) -> Any:
+    """The launcher of a backend: ``local`` (``workers`` at a time) or ``ray``."""
+    if backend == "ray":
+        return RayLauncher(cpus_per_run)
+    if backend == "local":
+        return LocalLauncher(workers)
+    raise ValueError(f"unknown backend {backend!r}")
