@@ -7,7 +7,7 @@ attacked). The small files of each run (config.yaml, metrics.csv, eval.json) are
 ``--out`` and a Markdown table is written there, with the command and the machine load.
 
     python benchmarks/recipe_runs.py runs/carrun-ki003 runs/dronerun-v --episodes 50 \
-        --out benchmarks/results/recipe
+        --out benchmarks/results/recipe [--append]
 """
 
 from __future__ import annotations
@@ -70,9 +70,26 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=50)
     ap.add_argument("--attacks", default="none")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument(
+        "--append", action="store_true", help="add rows (and the command) to --out's table"
+    )
     args = ap.parse_args()
+    repo = Path(__file__).resolve().parents[1]
+    out_shown = args.out.resolve()
+    out_shown = out_shown.relative_to(repo) if out_shown.is_relative_to(repo) else args.out
+    command = (
+        f"`python benchmarks/recipe_runs.py {' '.join(f'runs/{r.name}' for r in args.runs)} "
+        f"--episodes {args.episodes} --attacks {args.attacks} --out {out_shown}"
+        + (" --append`" if args.append else "`")
+    )
+    readme = args.out / "README.md"
+    if args.append and readme.exists():
+        old = readme.read_text().splitlines()
+        old.insert(1, f"Command: {command}")
+        _write_rows(args, old, readme)
+        return
     lines = [
-        f"Command: `python benchmarks/recipe_runs.py {' '.join(sys.argv[1:])}`",
+        f"Command: {command}",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the end "
         f"{os.getloadavg()[0]:.1f} (wall times are from runs sharing the cores with others).",
         "",
@@ -85,6 +102,10 @@ def main() -> None:
         "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         + "---:|" * (len(args.attacks.split(",")) - 1),
     ]
+    _write_rows(args, lines, readme)
+
+
+def _write_rows(args: argparse.Namespace, lines: list[str], readme: Path) -> None:
     for run in args.runs:
         dst = args.out / run.name
         dst.mkdir(parents=True, exist_ok=True)
@@ -104,7 +125,7 @@ def main() -> None:
         row += "".join(f" {by_attack[a]['cost_mean']:.2f} |" for a in args.attacks.split(",")[1:])
         lines.append(row)
         print(row, flush=True)
-    (args.out / "README.md").write_text("\n".join(lines) + "\n")
+    readme.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
