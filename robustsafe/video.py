@@ -140,7 +140,14 @@ def write_video(frames: Sequence[np.ndarray], path: Path, fps: int) -> Path:
         import imageio_ffmpeg  # noqa: F401
     except ImportError:
         path = path.with_suffix(".gif")
-        imageio.mimsave(path, list(frames), duration=1000 / fps, loop=0)
+        # Pillow merges identical consecutive GIF frames (a held frame would vanish): a parity
+        # bit in one corner pixel keeps one GIF frame per step.
+        marked = []
+        for i, f in enumerate(frames):
+            f = np.array(f, copy=True)
+            f[-1, -1, 0] = (int(f[-1, -1, 0]) & 0xFE) | (i & 1)
+            marked.append(f)
+        imageio.mimsave(path, marked, duration=1000 / fps, loop=0)
         return path
     with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=1) as w:
         for f in frames:
