@@ -1,6 +1,6 @@
 """The attacker interface shared by every attack, and the identity attacker ``none``.
 
-An attacker is a pure function object (STYLE.md): called as
+An attacker is a pure function object: called as
 
     attacker(actor, critics, obs, epsilon, generator, scale=None) -> perturbed obs
 
