@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from tiny_config import TINY_CLI
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
@@ -22,16 +23,7 @@ from robustsafe.schedule import epsilon_at
 
 TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py; 20-step episodes
 TINY = [
-    "--preset",
-    "fast",
-    "--workers",
-    "0",
-    "--num-envs",
-    "2",
-    "--set",
-    "steps_per_epoch=40",
-    "--set",
-    "ppo.hidden=[8,8]",
+    *TINY_CLI,
     "--set",
     "sac.batch_size=16",
     "--set",

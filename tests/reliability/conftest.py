@@ -5,21 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tiny_config import TINY_CLI
 
 from robustsafe.cli import main
 
 TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py (in this process only)
 TINY = [
-    "--preset",
-    "fast",
-    "--workers",
-    "0",
-    "--num-envs",
-    "2",
-    "--set",
-    "steps_per_epoch=40",
-    "--set",
-    "ppo.hidden=[8,8]",
+    *TINY_CLI,
     "--set",
     "ppo.actor_passes=1",
     "--set",
