@@ -135,3 +135,33 @@ def minibatches(n: int, size: int | None, generator: torch.Generator) -> list[to
     if size is None or size >= n:
         return [torch.arange(n)]
     return list(torch.randperm(n, generator=generator).split(size))
+
+
+def fit_value_critics(
+    v_reward: torch.nn.Module,
+    v_cost: torch.nn.Module,
+    optim: torch.optim.Optimizer,
+    data: dict[str, torch.Tensor],
+    passes: int,
+    minibatch_size: int | None,
+    max_grad_norm: float | None,
+    generator: torch.Generator,
+) -> float:
+    """Regress V_r and V_c on the GAE returns from the true observations (every on-policy
+    learner's critic step); returns the last minibatch's loss."""
+    params = list(v_reward.parameters()) + list(v_cost.parameters())
+    n = data["true_obs"].shape[0]
+    loss_value = 0.0
+    for _ in range(passes):
+        for idx in minibatches(n, minibatch_size, generator):
+            obs = data["true_obs"][idx]
+            loss = ((v_reward(obs) - data["ret_r"][idx]) ** 2).mean() + (
+                (v_cost(obs) - data["ret_c"][idx]) ** 2
+            ).mean()
+            optim.zero_grad(set_to_none=True)
+            loss.backward()
+            if max_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            optim.step()
+            loss_value = float(loss.detach())
+    return loss_value

@@ -48,7 +48,12 @@ from torch import nn
 
 from robustsafe.buffers import Rollout
 from robustsafe.config import FOCOPSConfig
-from robustsafe.learners.base import ExtraActorLoss, minibatches, rollout_advantages
+from robustsafe.learners.base import (
+    ExtraActorLoss,
+    fit_value_critics,
+    minibatches,
+    rollout_advantages,
+)
 from robustsafe.nets import GaussianActor, ValueCritic
 
 
@@ -163,20 +168,16 @@ class FOCOPS:
             if kl_mean > cfg.kl_bound:
                 break
 
-        critic_loss = 0.0
-        critic_params = list(self.v_reward.parameters()) + list(self.v_cost.parameters())
-        for _ in range(cfg.critic_passes):
-            for idx in minibatches(n, cfg.minibatch_size, generator):
-                true_obs = data["true_obs"][idx]
-                loss_v = ((self.v_reward(true_obs) - data["ret_r"][idx]) ** 2).mean() + (
-                    (self.v_cost(true_obs) - data["ret_c"][idx]) ** 2
-                ).mean()
-                self.critic_optim.zero_grad(set_to_none=True)
-                loss_v.backward()
-                if cfg.critic_max_grad_norm is not None:
-                    nn.utils.clip_grad_norm_(critic_params, cfg.critic_max_grad_norm)
-                self.critic_optim.step()
-                critic_loss = float(loss_v.detach())
+        critic_loss = fit_value_critics(
+            self.v_reward,
+            self.v_cost,
+            self.critic_optim,
+            data,
+            cfg.critic_passes,
+            cfg.minibatch_size,
+            cfg.critic_max_grad_norm,
+            generator,
+        )
         metrics = {
             "nu": self.nu,
             "kl": kl_mean,

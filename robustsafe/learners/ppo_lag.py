@@ -23,7 +23,12 @@ from torch import nn
 
 from robustsafe.buffers import Rollout
 from robustsafe.config import PPOLagConfig
-from robustsafe.learners.base import ExtraActorLoss, minibatches, rollout_advantages
+from robustsafe.learners.base import (
+    ExtraActorLoss,
+    fit_value_critics,
+    minibatches,
+    rollout_advantages,
+)
 from robustsafe.nets import GaussianActor, ValueCritic
 from robustsafe.pid import PIDConfig, PIDLagrangian
 
@@ -133,22 +138,16 @@ class PPOLagrangian:
                 break
             passes += 1
 
-        critic_loss = 0.0
-        for _ in range(cfg.critic_passes):
-            for idx in minibatches(n, cfg.minibatch_size, generator):
-                obs = data["true_obs"][idx]
-                loss_v = ((self.v_reward(obs) - data["ret_r"][idx]) ** 2).mean() + (
-                    (self.v_cost(obs) - data["ret_c"][idx]) ** 2
-                ).mean()
-                self.critic_optim.zero_grad(set_to_none=True)
-                loss_v.backward()
-                if cfg.critic_max_grad_norm is not None:
-                    nn.utils.clip_grad_norm_(
-                        list(self.v_reward.parameters()) + list(self.v_cost.parameters()),
-                        cfg.critic_max_grad_norm,
-                    )
-                self.critic_optim.step()
-                critic_loss = float(loss_v.detach())
+        critic_loss = fit_value_critics(
+            self.v_reward,
+            self.v_cost,
+            self.critic_optim,
+            data,
+            cfg.critic_passes,
+            cfg.minibatch_size,
+            cfg.critic_max_grad_norm,
+            generator,
+        )
         metrics = {
             "lambda": lam,
             "approx_kl": kl,
