@@ -68,7 +68,7 @@ def build_networks(
     norm = ObsNormalizer(obs_dim) if cfg.obs_normalization else None
     h = cfg.ppo.hidden
     actor: GaussianActor | SquashedGaussianActor
-    if cfg.algo == "sac-lag":  # SAC's tanh-squashed actor with a state-dependent std
+    if cfg.algo in ("sac-lag", "cvpo"):  # tanh-squashed Gaussian, state-dependent std
         actor = SquashedGaussianActor(obs_dim, act_dim, h, act_low, act_high, norm)
     else:
         actor = GaussianActor(

@@ -853,11 +853,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("train", help="train a safe RL agent (PPO-Lagrangian, FOCOPS)")
+    t = sub.add_parser(
+        "train", help="train a safe RL agent (PPO-Lagrangian, FOCOPS, SAC-Lagrangian, CVPO)"
+    )
     t.add_argument("--env", help="environment id (default SafetyCarRun-v0)")
     t.add_argument(
         "--algo",
-        help="learner (default ppol): ppol (PPO-Lagrangian, PID multiplier), focops (FOCOPS)",
+        help="learner (default ppol): ppol (PPO-Lagrangian, PID multiplier), focops (FOCOPS), "
+        "sac-lag (SAC-Lagrangian), cvpo (CVPO)",
     )
     t.add_argument("--seed", type=int, help="seed (default 0)")
     t.add_argument("--preset", choices=PRESETS, help="settings preset (default paper)")
@@ -984,7 +987,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--algos",
         default="ppol",
-        help="comma-separated learners: ppol, focops, sac-lag, sac-lag:ALPHA (entropy weight)",
+        help="comma-separated learners: ppol, focops, sac-lag, sac-lag:ALPHA (entropy weight), "
+        "cvpo",
     )
     g.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
     g.add_argument("--preset", default="paper", choices=PRESETS)

@@ -143,9 +143,70 @@ class SACLagConfig:
             raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
 
 
-# The learners of ``robustsafe train --algo``: on-policy (ppol, focops), off-policy (sac-lag).
-ALGOS = ("ppol", "focops", "sac-lag")
-OFF_POLICY_ALGOS = ("sac-lag",)
+@dataclass(frozen=True)
+class CVPOConfig:
+    """CVPO learner (Liu et al. 2022, ICML; paper appendix C, Table ``exp-cvpo-append``;
+    ``robustsafe.learners.cvpo``).
+
+    Defaults: the CVPO authors' experiment config (``config_cvpo.yaml`` of their code, the
+    values its Bullet-Safety-Gym results used): K = 32 sampled actions per state, E-step KL
+    bound 0.1, M-step mean / covariance KL bounds 0.001 / 0.001 with multiplier step sizes 1 /
+    100 and caps 0.1 / 10, 6 M-step iterations per batch, actor lr 0.002 with its gradient norm
+    clipped at 0.01, critic lr 0.001, gamma 0.99, polyak 0.995 (critics and the target actor),
+    batches of 300, E-step duals starting at 0.1 and bounded by 1e5 (its code's SLSQP bounds).
+    The robust-safe-RL paper states none of them. ``cost_limit`` is per episode and becomes a
+    Q_c threshold (``sac_lag.qc_threshold``, the CVPO code's conversion). The loop settings
+    (``steps_per_collect``, ``updates_per_step``, ``update_after``, replay size) are SAC-Lag's
+    (``SACLagConfig``): the CVPO code collects whole episodes instead. The network is the one of
+    ``ppo.hidden`` (every learner builds the same sizes; the CVPO code: (256, 256)).
+    """
+
+    sample_actions: int = 32  # K, actions sampled per state from the target actor
+    estep_kl: float = 0.1  # epsilon of the E-step, KL(q || pi_old) <= epsilon
+    dual_init: float = 0.1  # eta and lambda before the first E-step (then warm-started)
+    dual_max: float = 1e5  # upper bound of eta and lambda
+    dual_iters: int = 50  # L-BFGS-B iterations of the E-step dual per batch
+    kl_mean: float = 0.001  # epsilon_mu of the M-step's mean trust region
+    kl_std: float = 0.001  # epsilon_Sigma of the M-step's covariance trust region
+    alpha_mean_lr: float = 1.0
+    alpha_std_lr: float = 100.0
+    alpha_mean_max: float = 0.1
+    alpha_std_max: float = 10.0
+    mstep_iters: int = 6
+    actor_lr: float = 2e-3
+    actor_max_grad_norm: float | None = 0.01
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    polyak: float = 0.995
+    batch_size: int = 300
+    replay_size: int = 200_000
+    steps_per_collect: int = 10
+    updates_per_step: float = 0.2
+    update_after: int = 1_000
+    cost_limit: float = 5.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "sample_actions", "estep_kl", "dual_init", "dual_max", "dual_iters")
+        _positive(self, "kl_mean", "kl_std", "mstep_iters", "actor_lr", "critic_lr")
+        _positive(self, "batch_size", "replay_size", "steps_per_collect", "updates_per_step")
+        if min(self.alpha_mean_lr, self.alpha_std_lr, self.alpha_mean_max) < 0:
+            raise ValueError("alpha_mean_lr, alpha_std_lr and alpha_*_max must be >= 0")
+        if self.alpha_std_max < 0 or self.update_after < 0 or self.cost_limit < 0:
+            raise ValueError("alpha_std_max, update_after and cost_limit must be >= 0")
+        if self.dual_init > self.dual_max:
+            raise ValueError(f"dual_init ({self.dual_init}) must be <= dual_max ({self.dual_max})")
+        if self.actor_max_grad_norm is not None and self.actor_max_grad_norm <= 0:
+            raise ValueError("actor_max_grad_norm must be > 0 or None")
+        if not 0.0 <= self.gamma < 1.0:
+            raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
+        if not 0.0 <= self.polyak < 1.0:
+            raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
+
+
+# The learners of ``robustsafe train --algo``: on-policy (ppol, focops), off-policy (sac-lag,
+# cvpo).
+ALGOS = ("ppol", "focops", "sac-lag", "cvpo")
+OFF_POLICY_ALGOS = ("sac-lag", "cvpo")
 
 
 def check_algo(algo: str) -> None:
@@ -283,6 +344,7 @@ class TrainConfig:
     pid: PIDConfig = field(default_factory=PIDConfig)
     focops: FOCOPSConfig = field(default_factory=FOCOPSConfig)
     sac: SACLagConfig = field(default_factory=SACLagConfig)
+    cvpo: CVPOConfig = field(default_factory=CVPOConfig)
     critics: CriticConfig = field(default_factory=CriticConfig)
     robust: RobustConfig = field(default_factory=RobustConfig)
 
@@ -472,14 +534,15 @@ def _fast_fallback(env_id: str, episode_steps: int | None) -> dict[str, Any]:
 PRESETS = ("paper", "fast")
 
 
-# SAC-Lagrangian: the paper gives no schedule for it. Both presets take 10,000-step epochs
-# (20 envs x 500 steps) so that one SAC "epoch" is a few episodes: fast 40 epochs (400k steps,
-# FSRL's CarRun curves settle by 300k), paper 100 epochs (1M steps). The attack schedule's start
-# and length keep the task preset's fractions of the run (fast CarRun: 30 / 45 of 150 -> 8 / 12).
+# SAC-Lagrangian and CVPO (every off-policy learner): the paper gives no schedule. Both presets
+# take 10,000-step epochs (20 envs x 500 steps) so that one "epoch" is a few episodes: fast 40
+# epochs (400k steps, FSRL's CarRun curves settle by 300k), paper 100 epochs (1M steps). The
+# attack schedule's start and length keep the task preset's fractions of the run (fast CarRun:
+# 30 / 45 of 150 -> 8 / 12).
 _SAC_ALL: dict[str, Any] = dict(steps_per_epoch=10_000)
 _SAC_EPOCHS = {"paper": 100, "fast": 40}
 
-_GROUPS = ("ppo", "pid", "focops", "sac", "robust")
+_GROUPS = ("ppo", "pid", "focops", "sac", "cvpo", "robust")
 
 
 def preset(
@@ -490,8 +553,9 @@ def preset(
 
     Every learner takes the task's epochs, steps per epoch, network and attack schedule; the
     learner's own settings (``ppo`` / ``pid`` for PPO-Lagrangian, ``focops`` for FOCOPS,
-    ``sac`` for SAC-Lagrangian) come from its group (FOCOPS: its paper's values under ``paper``,
-    smaller minibatches under ``fast``). SAC-Lagrangian takes its own epochs (``_SAC_EPOCHS``)
+    ``sac`` for SAC-Lagrangian, ``cvpo`` for CVPO) come from its group (FOCOPS: its paper's
+    values under ``paper``, smaller minibatches under ``fast``). The off-policy learners
+    (SAC-Lagrangian, CVPO) take their own epochs (``_SAC_EPOCHS``)
     and the task's attack schedule scaled to them. Tasks without a preset of their own (other
     Bullet-Safety-Gym ids, custom envs) take the CarRun values of ``paper`` and, under ``fast``,
     one episode per env per epoch.
@@ -532,6 +596,7 @@ def preset(
         pid=PIDConfig(**groups["pid"]),
         focops=FOCOPSConfig(**groups["focops"]),
         sac=SACLagConfig(**groups["sac"]),
+        cvpo=CVPOConfig(**groups["cvpo"]),
         robust=RobustConfig(**groups["robust"]),
         **values,
     )

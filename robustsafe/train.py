@@ -58,7 +58,7 @@ __all__ = ["RUN_FILES", "gaussian_kl", "load_run_config", "run_status", "train",
 _RobustHooks = RobustHooks  # its name before the hooks had a module of their own
 
 # The progress bar's name for each learner's cost multiplier.
-_MULTIPLIER_NAMES = {"ppol": "lam", "focops": "nu", "sac-lag": "lam"}
+_MULTIPLIER_NAMES = {"ppol": "lam", "focops": "nu", "sac-lag": "lam", "cvpo": "lam"}
 
 
 def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
@@ -267,7 +267,7 @@ def _train(
             eps = result.episodes
             # The multiplier follows the costs of the episodes that finished this epoch.
             mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
-            if not eps and not off_policy:  # SAC's multiplier moves every gradient step
+            if not eps and not off_policy:  # off-policy multipliers move every gradient step
                 no_episode_epochs += 1
                 if no_episode_epochs == 1:
                     _warn_no_finished_episode(epoch, cfg, vec.max_episode_steps)

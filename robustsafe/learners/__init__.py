@@ -3,6 +3,7 @@
 ppol     PPO-Lagrangian with a PID multiplier (``ppo_lag``), the paper's learner
 focops   FOCOPS (``focops``), the paper's appendix C
 sac-lag  SAC-Lagrangian with a fixed entropy weight (``sac_lag``), the paper's appendix C
+cvpo     CVPO, constrained variational policy optimisation (``cvpo``), the paper's appendix C
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from robustsafe.critics import QCritics
 from robustsafe.learners.base import OffPolicyLearner, OnPolicyLearner
+from robustsafe.learners.cvpo import CVPO
 from robustsafe.learners.focops import FOCOPS
 from robustsafe.learners.ppo_lag import PPOLagrangian
 from robustsafe.learners.sac_lag import SACLagrangian
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from robustsafe.config import TrainConfig
 
 __all__ = [
+    "CVPO",
     "FOCOPS",
     "OffPolicyLearner",
     "OnPolicyLearner",
@@ -46,9 +49,11 @@ def make_learner(
         return PPOLagrangian(actor, v_reward, v_cost, cfg.ppo, cfg.pid)
     if cfg.algo == "focops":
         return FOCOPS(actor, v_reward, v_cost, cfg.focops)
-    if cfg.algo == "sac-lag":
+    if cfg.algo in ("sac-lag", "cvpo"):
         if critics is None:
-            raise ValueError("sac-lag needs its Q critics")
+            raise ValueError(f"{cfg.algo} needs its Q critics")
         T = cfg.episode_steps or episode_steps or 1_000
+        if cfg.algo == "cvpo":
+            return CVPO(actor, critics, v_reward, v_cost, cfg.cvpo, obs_dim, act_dim, T)  # type: ignore[arg-type]
         return SACLagrangian(actor, critics, v_reward, v_cost, cfg.sac, obs_dim, act_dim, T)  # type: ignore[arg-type]
     raise ValueError(f"no learner {cfg.algo!r}")  # TrainConfig checks the name first

@@ -1,0 +1,314 @@
+"""CVPO: Constrained Variational Policy Optimization (Liu et al. 2022, ICML; the paper's
+appendix C, Table "exp-cvpo-append").
+
+Safe RL as inference, in two steps per gradient step on a replay batch of states s_1..s_B.
+
+E-step (CVPO section 4.1, Eq. 5-8; Theorem 1). Sample K actions a_k ~ pi_old(.|s) from the
+target actor and score them with the target critics, Q_r (min of two heads) and Q_c. The best
+non-parametric policy q under the cost constraint E_q[Q_c] <= qc_thres and the trust region
+KL(q || pi_old) <= eps is
+
+    q(a_k|s) = softmax_k( (Q_r(s, a_k) - lambda Q_c(s, a_k)) / eta )
+
+with (eta, lambda) the minimiser over eta > 0, lambda >= 0 of the convex dual
+
+    g(eta, lambda) = eta eps + lambda qc_thres
+                     + eta mean_s log mean_k exp((Q_r - lambda Q_c) / eta).
+
+At the minimum dg/deta = 0 is KL(q || pi_old) = eps, and dg/dlambda = 0 is E_q[Q_c] = qc_thres
+(or lambda = 0 with E_q[Q_c] < qc_thres): the constraints hold with complementary slackness.
+qc_thres is the per-episode cost limit as a Q bound (``sac_lag.qc_threshold``).
+
+M-step (CVPO section 4.2, Eq. 9-10; MPO's decoupled trust regions, Abdolmaleki et al. 2018).
+Fit the parametric policy to q by weighted maximum likelihood, the mean and the covariance
+each in its own trust region around pi_old = N(mu_o, sigma_o):
+
+    L(theta) = mean_{s,k} q_k [log N(u_k; mu_theta, sigma_o) + log N(u_k; mu_o, sigma_theta)]
+    KL_mu    = mean_s KL(N(mu_o, sigma_o) || N(mu_theta, sigma_o))
+    KL_sigma = mean_s KL(N(mu_o, sigma_o) || N(mu_o, sigma_theta))
+    alpha_mu <- clip(alpha_mu - lr_mu (eps_mu - KL_mu), 0, alpha_mu_max)   (same for sigma)
+    loss     = -(L + alpha_mu (eps_mu - KL_mu) + alpha_sigma (eps_sigma - KL_sigma))
+
+The policy is the tanh-squashed diagonal Gaussian of SAC (``nets.SquashedGaussianActor``), so
+the likelihood is taken on the pre-tanh samples u_k (the tanh Jacobian does not depend on
+theta) and the deterministic action is the squashed mean. The mean over (s, k) (not a sum over
+k) is the CVPO code's scale, so its multiplier caps carry over.
+
+Critics (CVPO section 4.3): y_r = r + gamma (1 - d) min_i Q'_r,i(s', a'), y_c = c + gamma (1 -
+d) Q'_c(s', a'), a' ~ pi(.|s') of the current actor; polyak-averaged targets for both critics
+and for the actor (pi_old). As for SAC-Lag, the replay holds true observations and the critics
+are ``critics.QCritics``, the attackers' critics too.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from scipy.optimize import minimize
+from torch.distributions import Normal
+
+from robustsafe.buffers import ReplayBuffer, Rollout
+from robustsafe.config import CVPOConfig
+from robustsafe.critics import QCritics, _polyak
+from robustsafe.learners.sac_lag import critic_loss, q_targets, qc_threshold
+from robustsafe.nets import SquashedGaussianActor, ValueCritic
+
+ETA_MIN = 1e-6  # eta > 0: the dual's lower bound (the CVPO code's)
+
+# ----------------------------------------------------------------------------- E-step
+
+
+def estep_dual(
+    x: np.ndarray, q_r: np.ndarray, q_c: np.ndarray, eps_kl: float, qc_thres: float
+) -> tuple[float, np.ndarray]:
+    """g(eta, lambda) and its gradient; ``q_r``, ``q_c`` are ``(K, B)`` (samples, states).
+    Log-sum-exp with the per-state maximum m subtracted: eta log mean exp(z / eta) = m + eta
+    log mean exp((z - m) / eta)."""
+    eta, lam = float(x[0]), float(x[1])
+    z = q_r - lam * q_c
+    m = z.max(axis=0)
+    e = np.exp((z - m) / eta)
+    log_s = np.log(e.mean(axis=0))
+    w = e / e.sum(axis=0)  # q(a_k|s)
+    g = eta * eps_kl + lam * qc_thres + float(np.mean(m)) + eta * float(np.mean(log_s))
+    d_eta = eps_kl + float(np.mean(log_s)) - float(np.mean((w * (z - m)).sum(axis=0))) / eta
+    d_lam = qc_thres - float(np.mean((w * q_c).sum(axis=0)))
+    return g, np.array([d_eta, d_lam])
+
+
+def solve_estep(
+    q_r: np.ndarray,
+    q_c: np.ndarray,
+    eps_kl: float,
+    qc_thres: float,
+    init: tuple[float, float],
+    dual_max: float = 1e5,
+    iters: int = 20,
+) -> tuple[float, float]:
+    """argmin g over eta in [1e-6, dual_max], lambda in [0, dual_max] (L-BFGS-B with the exact
+    gradient, warm-started at ``init``); float64."""
+    q_r, q_c = np.asarray(q_r, np.float64), np.asarray(q_c, np.float64)
+    x0 = np.clip(np.asarray(init, np.float64), [ETA_MIN, 0.0], [dual_max, dual_max])
+    res = minimize(
+        estep_dual,
+        x0,
+        args=(q_r, q_c, eps_kl, qc_thres),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(ETA_MIN, dual_max), (0.0, dual_max)],
+        options={"maxiter": iters},
+    )
+    return float(res.x[0]), float(res.x[1])
+
+
+def estep_weights(q_r: np.ndarray, q_c: np.ndarray, eta: float, lam: float) -> np.ndarray:
+    """q(a_k|s) = softmax over k of (Q_r - lambda Q_c) / eta, shape ``(K, B)``."""
+    z = (np.asarray(q_r, np.float64) - lam * np.asarray(q_c, np.float64)) / eta
+    e = np.exp(z - z.max(axis=0))
+    return e / e.sum(axis=0)
+
+
+def sample_kl(w: np.ndarray) -> float:
+    """KL(q || pi_old) of the E-step: mean_s sum_k q_k log(K q_k) (the a_k are pi_old's)."""
+    K = w.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(w > 0, w * np.log(K * w), 0.0)
+    return float(terms.sum(axis=0).mean())
+
+
+# ----------------------------------------------------------------------------- M-step
+
+
+def mstep_terms(
+    u: torch.Tensor,
+    w: torch.Tensor,
+    mu: torch.Tensor,
+    log_std: torch.Tensor,
+    mu_old: torch.Tensor,
+    log_std_old: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(L, KL_mu, KL_sigma) of the module text: ``u`` is ``(K, B, d)``, ``w`` ``(K, B)``, the
+    Gaussians' parameters ``(B, d)`` (``*_old`` without gradient)."""
+    std, std_old = log_std.exp(), log_std_old.exp()
+    logp_mean = Normal(mu, std_old).log_prob(u).sum(-1)  # new mean, old std
+    logp_std = Normal(mu_old, std).log_prob(u).sum(-1)  # old mean, new std
+    loglik = (w * (logp_mean + logp_std)).mean()
+    kl_mu = ((mu - mu_old) ** 2 / (2.0 * std_old**2)).sum(-1).mean()
+    kl_std = (log_std - log_std_old + std_old**2 / (2.0 * std**2) - 0.5).sum(-1).mean()
+    return loglik, kl_mu, kl_std
+
+
+def mstep_loss(
+    loglik: torch.Tensor,
+    kl_mu: torch.Tensor,
+    kl_std: torch.Tensor,
+    alpha_mu: float,
+    alpha_std: float,
+    eps_mu: float,
+    eps_std: float,
+) -> torch.Tensor:
+    """-(L + alpha_mu (eps_mu - KL_mu) + alpha_sigma (eps_sigma - KL_sigma))."""
+    return -(loglik + alpha_mu * (eps_mu - kl_mu) + alpha_std * (eps_std - kl_std))
+
+
+def multiplier_step(alpha: float, kl: float, eps: float, lr: float, alpha_max: float) -> float:
+    """Gradient descent on alpha (eps - KL), clipped to [0, alpha_max]: alpha grows while the
+    KL exceeds its bound."""
+    return float(min(max(alpha - lr * (eps - kl), 0.0), alpha_max))
+
+
+# ----------------------------------------------------------------------------- the learner
+
+
+class CVPO:
+    """An ``OffPolicyLearner`` (``robustsafe.learners.base``)."""
+
+    def __init__(
+        self,
+        actor: SquashedGaussianActor,
+        critics: QCritics,
+        v_reward: ValueCritic,
+        v_cost: ValueCritic,
+        cfg: CVPOConfig,
+        obs_dim: int,
+        act_dim: int,
+        episode_steps: int,
+    ) -> None:
+        self.cfg = cfg
+        self.actor = actor
+        self.critics = critics
+        self.v_reward = v_reward  # untrained: the slots every agent file has
+        self.v_cost = v_cost
+        self.target = copy.deepcopy(critics).requires_grad_(False)
+        self.target_actor = copy.deepcopy(actor).requires_grad_(False)  # pi_old
+        # The targets see observations through the live normaliser, not a copy.
+        self.target.q_reward.obs_normalizer = critics.q_reward.obs_normalizer
+        self.target.q_cost.obs_normalizer = critics.q_cost.obs_normalizer
+        self.target_actor.obs_normalizer = actor.obs_normalizer
+        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
+        self.critic_optim = torch.optim.Adam(critics.parameters(), lr=cfg.critic_lr)
+        self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)
+        self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
+        self.eta = self.lam = float(cfg.dual_init)
+        self.alpha_mean = self.alpha_std = 0.0
+
+    @property
+    def multiplier(self) -> float:
+        return self.lam
+
+    def add(self, ro: Rollout) -> None:
+        """Store a rollout's transitions from the true observations (truncation bootstraps)."""
+        self.replay.add(*ro.flat())
+
+    def update(self, batch: dict[str, np.ndarray], generator: torch.Generator) -> dict[str, float]:
+        """One step: critics, E-step, ``mstep_iters`` M-step iterations, then the targets."""
+        b = {k: torch.as_tensor(v) for k, v in batch.items()}
+        m = {"loss_q": self._critic_step(b, generator)}
+        w, u, mu_old, log_std_old, em = self._estep(b["obs"], generator)
+        m.update(em)
+        m.update(self._mstep(b["obs"], w, u, mu_old, log_std_old))
+        _polyak(self.target, self.critics, self.cfg.polyak)
+        _polyak(self.target_actor, self.actor, self.cfg.polyak)
+        return m
+
+    def _critic_step(self, b: dict[str, torch.Tensor], generator: torch.Generator) -> float:
+        with torch.no_grad():
+            a_next, _ = self.actor.sample(b["next_obs"], generator)
+            y_r, y_c = q_targets(
+                b["reward"],
+                b["cost"],
+                b["done"],
+                self.target.q_reward(b["next_obs"], a_next),
+                self.target.q_cost(b["next_obs"], a_next),
+                torch.zeros_like(b["reward"]),
+                self.cfg.gamma,
+                0.0,  # no entropy term
+            )
+        loss = critic_loss(
+            self.critics.q_reward.all_heads(b["obs"], b["act"]),
+            self.critics.q_cost(b["obs"], b["act"]),
+            y_r,
+            y_c,
+        )
+        self.critic_optim.zero_grad(set_to_none=True)
+        loss.backward()
+        self.critic_optim.step()
+        return float(loss.detach())
+
+    @torch.no_grad()
+    def _estep(self, obs: torch.Tensor, generator: torch.Generator):
+        """K actions per state from pi_old, their target Q values, the dual and q's weights."""
+        K, (B, obs_dim) = self.cfg.sample_actions, obs.shape
+        mu_old, log_std_old = self.target_actor.gaussian(obs)
+        noise = torch.randn((K, *mu_old.shape), generator=generator, dtype=mu_old.dtype)
+        u = mu_old + log_std_old.exp() * noise  # (K, B, d) pre-tanh
+        flat_obs = obs.expand(K, B, obs_dim).reshape(K * B, obs_dim)
+        flat_act = self.target_actor._squash(u).reshape(K * B, -1)
+        q_r = self.target.q_reward(flat_obs, flat_act).reshape(K, B).double().numpy()
+        q_c = self.target.q_cost(flat_obs, flat_act).reshape(K, B).double().numpy()
+        cfg = self.cfg
+        init = (self.eta, self.lam)  # warm start: the previous batch's solution
+        self.eta, self.lam = solve_estep(
+            q_r, q_c, cfg.estep_kl, self.qc_threshold, init, cfg.dual_max, cfg.dual_iters
+        )
+        w = estep_weights(q_r, q_c, self.eta, self.lam)
+        metrics = {
+            "q_reward": float(q_r.mean()),
+            "q_cost": float(q_c.mean()),  # under pi_old
+            "q_cost_estep": float((w * q_c).sum(axis=0).mean()),  # under q
+            "eta": self.eta,
+            "kl_estep": sample_kl(w),
+        }
+        return torch.as_tensor(w, dtype=torch.float32), u, mu_old, log_std_old, metrics
+
+    def _mstep(self, obs, w, u, mu_old, log_std_old) -> dict[str, float]:
+        cfg = self.cfg
+        for _ in range(cfg.mstep_iters):
+            mu, log_std = self.actor.gaussian(obs)
+            loglik, kl_mu, kl_std = mstep_terms(u, w, mu, log_std, mu_old, log_std_old)
+            self.alpha_mean = multiplier_step(
+                self.alpha_mean, float(kl_mu.detach()), cfg.kl_mean, cfg.alpha_mean_lr, cfg.alpha_mean_max
+            )
+            self.alpha_std = multiplier_step(
+                self.alpha_std, float(kl_std.detach()), cfg.kl_std, cfg.alpha_std_lr, cfg.alpha_std_max
+            )
+            loss = mstep_loss(
+                loglik, kl_mu, kl_std, self.alpha_mean, self.alpha_std, cfg.kl_mean, cfg.kl_std
+            )
+            self.actor_optim.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.actor_max_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.actor_max_grad_norm)
+            self.actor_optim.step()
+        return {
+            "loss_pi": float(loss.detach()),
+            "loglik": float(loglik.detach()),
+            "kl_mean": float(kl_mu.detach()),
+            "kl_std": float(kl_std.detach()),
+            "alpha_mean": self.alpha_mean,
+            "alpha_std": self.alpha_std,
+        }
+
+    def state_dict(self) -> dict:
+        return {
+            "actor": self.actor.state_dict(),
+            "critics": self.critics.state_dict(),
+            "target": self.target.state_dict(),
+            "target_actor": self.target_actor.state_dict(),
+            "actor_optim": self.actor_optim.state_dict(),
+            "critic_optim": self.critic_optim.state_dict(),
+            "replay": self.replay.state_dict(),
+            "duals": [self.eta, self.lam, self.alpha_mean, self.alpha_std],
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        self.actor.load_state_dict(d["actor"])
+        self.critics.load_state_dict(d["critics"])
+        self.target.load_state_dict(d["target"])
+        self.target_actor.load_state_dict(d["target_actor"])
+        self.actor_optim.load_state_dict(d["actor_optim"])
+        self.critic_optim.load_state_dict(d["critic_optim"])
+        self.replay.load_state_dict(d["replay"])
+        self.eta, self.lam, self.alpha_mean, self.alpha_std = (float(x) for x in d["duals"])
