@@ -268,11 +268,12 @@ class CVPO:
         for _ in range(cfg.mstep_iters):
             mu, log_std = self.actor.gaussian(obs)
             loglik, kl_mu, kl_std = mstep_terms(u, w, mu, log_std, mu_old, log_std_old)
+            kl_m, kl_s = float(kl_mu.detach()), float(kl_std.detach())
             self.alpha_mean = multiplier_step(
-                self.alpha_mean, float(kl_mu.detach()), cfg.kl_mean, cfg.alpha_mean_lr, cfg.alpha_mean_max
+                self.alpha_mean, kl_m, cfg.kl_mean, cfg.alpha_mean_lr, cfg.alpha_mean_max
             )
             self.alpha_std = multiplier_step(
-                self.alpha_std, float(kl_std.detach()), cfg.kl_std, cfg.alpha_std_lr, cfg.alpha_std_max
+                self.alpha_std, kl_s, cfg.kl_std, cfg.alpha_std_lr, cfg.alpha_std_max
             )
             loss = mstep_loss(
                 loglik, kl_mu, kl_std, self.alpha_mean, self.alpha_std, cfg.kl_mean, cfg.kl_std
@@ -285,8 +286,8 @@ class CVPO:
         return {
             "loss_pi": float(loss.detach()),
             "loglik": float(loglik.detach()),
-            "kl_mean": float(kl_mu.detach()),
-            "kl_std": float(kl_std.detach()),
+            "kl_mean": kl_m,
+            "kl_std": kl_s,
             "alpha_mean": self.alpha_mean,
             "alpha_std": self.alpha_std,
         }
