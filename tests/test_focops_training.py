@@ -89,7 +89,7 @@ def test_focops_resume_is_bit_identical(tmp_path, mode):
 def test_algo_is_validated_and_kept_on_resume(tmp_path, capsys):
     assert main(["train", "--algo", "sac", "--env", TOY, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
-    assert "unknown learner (--algo) 'sac'; accepted: ppol, focops, sac-lag" in err
+    assert "unknown learner (--algo) 'sac'; accepted: ppol, focops, sac-lag, cvpo" in err
     assert "Traceback" not in err
     run = tmp_path / "run"
     assert focops_train(run, "--epochs", "1") == 0
@@ -113,7 +113,7 @@ def test_grid_plans_each_learner_in_its_own_directory(tmp_path):
     cmd = train_command(spec, focops)
     assert cmd[cmd.index("--algo") + 1] == "focops"
     with pytest.raises(ValueError, match="unknown learner"):
-        GridSpec(envs=(TOY,), algos="ppol,cvpo", out=tmp_path)
+        GridSpec(envs=(TOY,), algos="ppol,cpo", out=tmp_path)
 
 
 def _eval_file(root: Path, algo: str | None, mode: str, reward: float, cost: float) -> None:

@@ -13,6 +13,11 @@
   natural mean of the same runs (``↓`` lower, ``↑`` higher); our cells add the pooled std. The
   Markdown file also compares minr with MC and MR (the same runs' ``mc`` / ``mr``
   evaluations). Written when some run has a ``minr`` evaluation.
+- ``<prefix>-cvpo.{md,csv,tex}``: CVPO's table "Evaluation results of natural performance (no
+  attack) and under MAD, MC, and MR attackers of CVPO" (``tab:exp-cvpo-append``): the CVPO rows
+  of Table 1 (``robustsafe grid --algos cvpo``) with the Natural, MAD, MC and MR columns; the
+  paper's runs are vanilla CVPO on Car-Run and Car-Circle at epsilon 0.05. Written when some run
+  is CVPO's.
 - ``<prefix>-mix.{md,csv,tex}``: the MC/MR mixture table "Evaluation results under different
   ratio of MC and MR attackers of PPOL" (Table 7, ``tab:exp-ppol-mcmr-append``). ``mix:W``
   maximises ``W Q_c + (1 - W) Q_r``, the paper's ``w x MC + (1 - w) x MR``: W = 0.75 is its
@@ -42,6 +47,7 @@ from os import PathLike
 from pathlib import Path
 
 from robustsafe.experiments.table import (
+    _ALGO_NAMES,
     AVERAGE,
     Cell,
     EvalFile,
@@ -67,6 +73,13 @@ APPENDIX_COLUMNS: tuple[tuple[str, str], ...] = (
 # paper's minimum-reward and mixture tables show PPOL-vanilla and ADV-PPOL(MC/MR)
 APPENDIX_ATTACKS: tuple[str, ...] = ("minr", "mix:0.25", "mix:0.5", "mix:0.75")
 APPENDIX_MODES: tuple[str, ...] = ("vanilla", "adv-mc", "adv-mr")
+# CVPO's appendix table (``tab:exp-cvpo-append``): natural performance and three attackers
+CVPO_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("none", "Natural"),
+    ("mad", "MAD"),
+    ("mc", "MC"),
+    ("mr", "MR"),
+)
 MIX_WEIGHTS: tuple[float, ...] = (1.0, 0.75, 0.5, 0.25, 0.0)
 _MIX_RATIOS = {1.0: "MC", 0.75: "MC:MR = 3:1", 0.5: "MC:MR = 1:1", 0.25: "MC:MR = 1:3", 0.0: "MR"}
 MINR_COMPARED = (("none", "Natural"), ("minr", "MinR"), ("mc", "MC"), ("mr", "MR"))
@@ -577,6 +590,14 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def learner_table(table: ResultsTable, algo: str) -> ResultsTable:
+    """Table 1's rows of one learner (marks and stars are per learner already), with the notes
+    that name it."""
+    rows = tuple(r for r in table.rows if r.algo == algo)
+    name = _ALGO_NAMES.get(algo, algo)
+    return ResultsTable(rows, tuple(n for n in table.notes if name in n), table.source)
+
+
 def write_appendix(
     runs_dir: str | PathLike,
     out_prefix: str | PathLike,
@@ -584,7 +605,8 @@ def write_appendix(
 ) -> list[Path]:
     """Write the appendix tables of ``runs_dir`` next to Table 1 (see the module docstring).
 
-    ``<prefix>-appendix.{md,csv,tex}`` always; ``<prefix>-minr.*`` and ``<prefix>-mix.*`` when
+    ``<prefix>-appendix.{md,csv,tex}`` always; ``<prefix>-cvpo.*`` when some run is CVPO's;
+    ``<prefix>-minr.*`` and ``<prefix>-mix.*`` when
     some run has a ``minr`` / ``mix:W`` evaluation (with the mixture figure,
     ``<prefix>-mix-figure.{png,pdf,csv}``); the AMAD xi figure when some run has an
     ``eval-xi.json`` (``robustsafe.experiments.figures.write_xi_figure``). Returns the paths.
@@ -603,6 +625,13 @@ def write_appendix(
         _write(named("-appendix.csv"), format_csv(table, columns=APPENDIX_COLUMNS)),
         _write(named("-appendix.tex"), format_latex(table, columns=APPENDIX_COLUMNS)),
     ]
+    cvpo = learner_table(table, "cvpo")
+    if cvpo.rows:
+        paths += [
+            _write(named("-cvpo.md"), format_markdown(cvpo, columns=CVPO_COLUMNS)),
+            _write(named("-cvpo.csv"), format_csv(cvpo, columns=CVPO_COLUMNS)),
+            _write(named("-cvpo.tex"), format_latex(cvpo, columns=CVPO_COLUMNS)),
+        ]
     files, read_notes = collect_runs(runs_dir)
     minr_rows, minr_notes = build_minr_table(files)
     if minr_rows:

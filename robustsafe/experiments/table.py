@@ -69,8 +69,8 @@ _METHOD_NAMES = {
 }
 _METHOD_ORDER = tuple(_METHOD_NAMES)  # then adv-mix:W by W, then anything else
 # Other learners' rows, after PPO-Lagrangian's: the paper's appendix names (Table
-# "exp-focops-append": FOCOPS-vanilla, FOCOPS(MC), FOCOPS(MR)).
-_ALGO_NAMES = {"ppol": "PPOL", "focops": "FOCOPS", "sac-lag": "SAC-Lag"}
+# "exp-focops-append": FOCOPS-vanilla, FOCOPS(MC), FOCOPS(MR); "exp-cvpo-append": CVPO).
+_ALGO_NAMES = {"ppol": "PPOL", "focops": "FOCOPS", "sac-lag": "SAC-Lag", "cvpo": "CVPO"}
 _ALGO_ORDER = tuple(_ALGO_NAMES)
 _PAPER_ENV_ORDER = tuple(
     f"Safety{robot}{task}-v0" for task in ("Run", "Circle") for robot in ("Car", "Drone", "Ant")
