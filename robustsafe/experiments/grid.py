@@ -167,7 +167,7 @@ class GridSpec:
         ``sa-mad``, ``sa-mc``, ``sa-mr``), seeds non-negative integers. Custom envs must be
         importable in a fresh process: gymnasium's ``"package.module:EnvId-v0"`` form.
     algos
-        The learners (``robustsafe train --algo``: ``ppol``, ``focops``, ``sac-lag``; and
+        The learners (``robustsafe train --algo``: ``ppol``, ``focops``, ``sac-lag``, ``cvpo``; and
         ``sac-lag:ALPHA``, SAC-Lag with ``--set sac.alpha=ALPHA``), each trained in every
         mode; PPOL's runs keep the directory ``<env>/<mode>``, the others' are
         ``<env>/<algo>-<mode>`` (``sac-lag0.01-vanilla``).

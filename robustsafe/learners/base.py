@@ -23,7 +23,7 @@ attacked and is saved in the agent file; ``v_reward`` / ``v_cost`` are saved bes
 ``state_dict`` / ``load_state_dict`` hold everything the learner needs to resume bit-identically
 (networks, optimisers, multiplier state); the loop saves it in ``state.pt``.
 
-Off-policy learners (SAC-Lagrangian; CVPO later) implement the second, step-wise protocol
+Off-policy learners (SAC-Lagrangian, CVPO) implement the second, step-wise protocol
 below, driven by a second loop in ``robustsafe.train``: an "epoch" is still ``steps_per_epoch``
 env steps (so the run directory, checkpoints, metrics rows, progress bar and resume work as
 here), collected by the same ``Collector`` in chunks of ``steps_per_collect`` steps per env;
