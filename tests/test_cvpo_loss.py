@@ -145,12 +145,18 @@ def _learner(cost_limit: float, sample_actions: int = 64) -> CVPO:
         actor.net[0].bias.copy_(torch.tensor([0.0, math.log(0.5)]))
     critics = QCritics(1, 1, ())
     with torch.no_grad():
-        for head, bias in ((critics.q_reward.heads[0], 0.0), (critics.q_reward.heads[1], 0.0),
-                           (critics.q_cost.heads[0], 1.0)):  # fmt: skip
+        heads = (*critics.q_reward.heads, *critics.q_cost.heads)
+        for head, bias in zip(heads, (0.0, 0.0, 1.0), strict=True):
             head[0].weight.copy_(torch.tensor([[0.0, 1.0]]))  # (obs, act)
             head[0].bias.fill_(bias)
-    cfg = CVPOConfig(cost_limit=cost_limit, gamma=0.5, sample_actions=sample_actions,
-                     dual_iters=200, mstep_iters=3, actor_lr=1e-2)  # fmt: skip
+    cfg = CVPOConfig(
+        cost_limit=cost_limit,
+        gamma=0.5,
+        sample_actions=sample_actions,
+        dual_iters=200,
+        mstep_iters=3,
+        actor_lr=1e-2,
+    )
     return CVPO(actor, critics, ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, episode_steps=1)
 
 
