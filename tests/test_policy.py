@@ -257,7 +257,7 @@ def test_cli_fit_critics_and_evaluate_a_module_policy(tmp_path, toy_env_id, caps
     src = tmp_path / "mypolicy.py"
     src.write_text(POLICY_FILE)
     critics = tmp_path / "critics.pt"
-    common = ["--env", toy_env_id, "--workers", "0"]
+    common = ["--env", toy_env_id, "--env-workers", "0"]
     fit = ["fit-critics", "--policy", f"{src}:policy", *common, "--steps", "80", "--num-envs", "2"]
     assert main([*fit, "--out", str(critics)]) == 0
     assert "exploration noise std [0.3]" in capsys.readouterr().out

@@ -18,7 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from robustsafe.cli._common import CLIError, _os_reason
+from robustsafe import __version__
+from robustsafe.cli._common import CLIError, Parser, _os_reason
 from robustsafe.cli.evaluate import add_evaluate
 from robustsafe.cli.fit_critics import add_fit_critics
 from robustsafe.cli.grid import add_grid, add_report, add_table
@@ -30,12 +31,12 @@ __all__ = ["CLIError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="robustsafe",
         description="Safe RL under observational attacks: train, attack, evaluate.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-
     for add in (
         add_train,
         add_evaluate,

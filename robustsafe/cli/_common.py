@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -61,3 +63,70 @@ def _write_or_keep(path: Path, write: Callable[[Path], None]) -> None:
         raise CLIError(
             f"cannot write {path}: {reason}; the results were saved in {fallback} instead"
         ) from None
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows every option's default: ``(default: X)`` after its help, unless the help
+    already says what the default is (a default that depends on other settings, such as the
+    agent's env or the preset's epochs, is said in words there)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or any(action.default is x for x in (None, False, argparse.SUPPRESS)):
+            return text
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``robustsafe`` and of every subcommand (``add_subparsers`` makes its
+    subparsers of the parent's class): the help formatter above."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An option's old spelling: stores into the new option's destination and prints a one-line
+    deprecation warning on stderr."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(
+            f"{parser.prog}: warning: {option_string} is deprecated and will be removed in the "
+            f"next release; use {self.new}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed_option(
+    parser: argparse.ArgumentParser, new: str, old: str, **kwargs
+) -> argparse.Action:
+    """Option ``new``, and ``old`` as its deprecated alias for one release (same value, and a
+    one-line warning when used)."""
+    action = parser.add_argument(new, **kwargs)
+    parser.add_argument(
+        old,
+        dest=action.dest,
+        type=kwargs.get("type"),
+        metavar=action.metavar or new.lstrip("-").replace("-", "_").upper(),
+        action=_DeprecatedAlias,
+        new=new,
+        default=argparse.SUPPRESS,
+        help=f"deprecated spelling of {new}",
+    )
+    return action
+
+
+def add_env_workers_option(parser: argparse.ArgumentParser, **kwargs) -> argparse.Action:
+    """``--env-workers K``: the subprocesses stepping the environments (0: in this process);
+    ``--workers`` is its deprecated spelling."""
+    kwargs.setdefault("help", "subprocesses stepping the environments (0: in this process)")
+    return add_renamed_option(parser, "--env-workers", "--workers", type=int, **kwargs)

@@ -10,6 +10,7 @@ from robustsafe.cli._common import (
     _check_output,
     _sweep_files,
     _write_or_keep,
+    add_env_workers_option,
     parse_epsilons_quietly,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
@@ -79,7 +80,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             env_id,
             num_envs,
             seed=args.seed,
-            workers=args.workers,
+            workers=args.env_workers,
             env_kwargs=agent.config.env_kwargs,
         )
     except ValueError as err:
@@ -212,7 +213,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
 
         check_attacks_for(policy, attacks, critics)
         vec = VectorEnv(
-            args.env, min(args.num_envs, args.episodes), seed=args.seed, workers=args.workers
+            args.env, min(args.num_envs, args.episodes), seed=args.seed, workers=args.env_workers
         )
     except (FileNotFoundError, ValueError, TypeError) as err:
         raise CLIError(str(err)) from None
@@ -259,12 +260,16 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
 
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("evaluate", help="evaluate an agent with deterministic actions")
-    e.add_argument("--run", help="run directory or agent .pt file (or --policy / --sb3)")
+    e.add_argument(
+        "--run",
+        help="run directory or agent .pt file (default: none; give one of --run, --policy, --sb3)",
+    )
     _add_policy_options(e)
     e.add_argument(
-        "--critics", help="--policy/--sb3: critics file from fit-critics (mc, mr, amad, ...)"
+        "--critics",
+        help="--policy/--sb3: critics file from fit-critics, for mc, mr, amad, ... (default: none)",
     )
-    e.add_argument("--episodes", type=int, default=50)
+    e.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
     e.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     e.add_argument("--env", help="environment id (default: the agent's)")
     e.add_argument("--out", help="JSON file to write (default: print only)")
@@ -300,20 +305,23 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         default=0,
         help="seed of the attackers' random numbers (each episode gets its own stream from it)",
     )
-    e.add_argument("--num-envs", type=int, default=10)
-    e.add_argument("--workers", type=int, default=2)
-    e.add_argument("--no-progress", action="store_true")
+    e.add_argument(
+        "--num-envs", type=int, default=10, help="parallel environments (at most --episodes)"
+    )
+    add_env_workers_option(e, default=2)
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.add_argument(
         "--video",
         metavar="DIR",
         help="also record natural and attacked episodes side by side, one MP4 per attacker at "
-        "the largest --eps, in DIR (Bullet's offscreen renderer; the `video` extra)",
+        "the largest --eps, in DIR (Bullet's offscreen renderer; the `video` extra) "
+        "(default: no videos)",
     )
     e.add_argument(
         "--video-episodes",
         type=int,
         default=1,
-        help="paired episodes per video (the first ones of --seed; default 1)",
+        help="paired episodes per video (the first ones of --seed)",
     )
-    e.add_argument("--video-fps", type=int, default=30, help="frames per second (default 30)")
+    e.add_argument("--video-fps", type=int, default=30, help="frames per second")
     e.set_defaults(func=cmd_evaluate)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError, _check_output, _write_or_keep
+from robustsafe.cli._common import CLIError, _check_output, _write_or_keep, add_env_workers_option
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
 
 
@@ -40,7 +40,7 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
             env_id,
             args.num_envs,
             seed=args.seed,
-            workers=args.workers,
+            workers=args.env_workers,
             env_kwargs=agent.config.env_kwargs,
         )
     except ValueError as err:
@@ -89,7 +89,7 @@ def _fit_critics_foreign(args: argparse.Namespace) -> int:
     _check_output(out, args.force)
     policy = _foreign_policy(args)
     try:
-        vec = VectorEnv(args.env, args.num_envs, seed=args.seed, workers=args.workers)
+        vec = VectorEnv(args.env, args.num_envs, seed=args.seed, workers=args.env_workers)
     except ValueError as err:
         raise CLIError(str(err)) from None
     try:
@@ -120,7 +120,10 @@ def _fit_critics_foreign(args: argparse.Namespace) -> int:
 
 def add_fit_critics(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("fit-critics", help="fit the attackers' Q critics for an agent")
-    f.add_argument("--run", help="run directory or agent .pt file (or --policy / --sb3)")
+    f.add_argument(
+        "--run",
+        help="run directory or agent .pt file (default: none; give one of --run, --policy, --sb3)",
+    )
     _add_policy_options(f)
     f.add_argument(
         "--exploration-std",
@@ -131,14 +134,14 @@ def add_fit_critics(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--steps", type=int, default=200_000, help="on-policy env steps to collect")
     f.add_argument(
         "--out",
-        help="agent file to write (required unless --force); with --policy/--sb3 the critics "
-        "file (evaluate --critics)",
+        help="agent file to write (default: none, required unless --force); with --policy/--sb3 "
+        "the critics file (evaluate --critics)",
     )
     f.add_argument(
         "--force", action="store_true", help="replace --out if it exists (or the input agent)"
     )
     f.add_argument("--env", help="environment id (default: the agent's)")
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--num-envs", type=int, default=20)
-    f.add_argument("--workers", type=int, default=2)
+    f.add_argument("--seed", type=int, default=0, help="seed of the environments")
+    f.add_argument("--num-envs", type=int, default=20, help="parallel environments")
+    add_env_workers_option(f, default=2)
     f.set_defaults(func=cmd_fit_critics)

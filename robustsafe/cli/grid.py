@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError
+from robustsafe.cli._common import CLIError, add_renamed_option
+from robustsafe.cli.train import DEFAULT_PRESET
 from robustsafe.config import PRESETS
 
 
@@ -34,6 +35,21 @@ def cmd_grid(args: argparse.Namespace) -> int:
         train_args += ["--epochs", str(args.epochs)]
     if args.total_steps is not None:
         train_args += ["--total-steps", str(args.total_steps)]
+    if args.config is not None:  # the file's settings as --set items, before --set's own
+        from robustsafe.rundir import NAMING_SETTINGS, load_settings_file
+
+        try:
+            file_named, file_sets = load_settings_file(args.config)
+        except (ValueError, FileNotFoundError) as err:
+            raise CLIError(str(err)) from None
+        if file_named:
+            names = [k for k, v in NAMING_SETTINGS.items() if v in file_named]
+            print(
+                f"note: --config {args.config}: {', '.join(names)} not used (the grid's "
+                "--envs, --seeds, --preset, --algos, --modes name every run)"
+            )
+        for item in file_sets:
+            train_args += ["--set", item]
     for item in args.set or []:
         train_args += ["--set", item]
     try:
@@ -44,12 +60,12 @@ def cmd_grid(args: argparse.Namespace) -> int:
             seeds=args.seeds,
             preset=args.preset,
             out=Path(args.out),
-            workers=args.workers,
+            workers=args.parallel_runs,
             attacks=args.attacks,
             episodes=args.episodes,
             eval_seed=args.eval_seed,
             train_args=tuple(train_args),
-            eval_workers=args.eval_workers,
+            eval_workers=args.eval_env_workers,
             eval_num_envs=args.eval_num_envs,
             evaluate=not args.no_eval,
             backend=args.backend,
@@ -127,7 +143,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def add_grid(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser(
-        "grid", help="train and evaluate every (env, mode, seed) combination, resumably"
+        "grid",
+        help="train and evaluate every (env, mode, seed) combination, resumably",
+        description="Train and evaluate every (env, learner, mode, seed) combination, "
+        "resumably. Each run's settings, later ones winning: the --preset, then the --config "
+        "file, then --set KEY=VALUE, then --epochs / --total-steps.",
     )
     g.add_argument("--envs", required=True, help="comma-separated env ids")
     g.add_argument("--modes", default="vanilla", help="comma-separated training modes")
@@ -137,19 +157,36 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
         help="comma-separated learners: ppol, focops, sac-lag, sac-lag:ALPHA (entropy weight)",
     )
     g.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
-    g.add_argument("--preset", default="paper", choices=PRESETS)
+    g.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS, help="settings preset")
     g.add_argument("--out", default="runs/grid", help="root of the run directories")
-    g.add_argument(
+    add_renamed_option(
+        g,
+        "--parallel-runs",
         "--workers",
         type=int,
         default=1,
-        help="trainings at a time (1 on 2 cores; local backend only)",
+        help="runs (trainings, evaluations) at a time: 1 on 2 cores, each training already uses "
+        "2 env workers; local backend only",
     )
-    g.add_argument("--attacks", default="none,random,mad,amad,mc,mr")
-    g.add_argument("--episodes", type=int, default=50)
-    g.add_argument("--eval-seed", type=int, default=0)
-    g.add_argument("--eval-workers", type=int, default=2)
-    g.add_argument("--eval-num-envs", type=int, default=10)
+    g.add_argument(
+        "--attacks", default="none,random,mad,amad,mc,mr", help="attackers of each evaluation"
+    )
+    g.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
+    g.add_argument("--eval-seed", type=int, default=0, help="seed of the evaluation episodes")
+    add_renamed_option(
+        g,
+        "--eval-env-workers",
+        "--eval-workers",
+        type=int,
+        default=2,
+        help="env subprocesses of each evaluation (evaluate --env-workers)",
+    )
+    g.add_argument(
+        "--eval-num-envs",
+        type=int,
+        default=10,
+        help="envs of each evaluation (evaluate --num-envs)",
+    )
     g.add_argument("--no-eval", action="store_true", help="train only")
     g.add_argument(
         "--backend",
@@ -162,7 +199,7 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
         "--cpus-per-run",
         type=int,
         default=2,
-        help="CPUs a Ray task asks for (default 2); Ray runs CPUs // this at once",
+        help="CPUs a Ray task asks for; Ray runs CPUs // this at once",
     )
     g.add_argument(
         "--dry-run",
@@ -183,15 +220,29 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
         "--xi-sweep", help="AMAD's xi values (default with --appendix: 0.05,0.1,0.2,0.3,0.5,0.75)"
     )
     g.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
-    g.add_argument("--total-steps", type=int, help="env steps per run")
-    g.add_argument("--set", action="append", metavar="KEY=VALUE", help="setting override")
+    g.add_argument(
+        "--total-steps", type=int, help="env steps per run (default: the preset's epochs)"
+    )
+    g.add_argument(
+        "--config",
+        metavar="FILE.yaml",
+        help="settings of every run from a YAML file in the format of a run's config.yaml (any "
+        "subset of its keys; its env_id, seed, preset, algo and robust.mode are the grid's own "
+        "options and are not used) (default: none)",
+    )
+    g.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="setting override of every run; repeatable (default: none)",
+    )
     g.set_defaults(func=cmd_grid)
 
 
 def add_table(sub: argparse._SubParsersAction) -> None:
     tb = sub.add_parser("table", help="the paper's Table 1 from a directory of evaluations")
     tb.add_argument("runs_dir", help="directory searched for eval.json files")
-    tb.add_argument("--out", help="output prefix (default RUNS_DIR/table): .md, .csv, .tex")
+    tb.add_argument("--out", help="output prefix (default: RUNS_DIR/table): .md, .csv, .tex")
     tb.add_argument(
         "--no-appendix",
         action="store_true",
@@ -206,5 +257,5 @@ def add_report(sub: argparse._SubParsersAction) -> None:
         help="one self-contained HTML page of a grid: tables, figures, videos, runs, settings",
     )
     rp.add_argument("runs_dir", help="directory of run directories (as robustsafe grid writes)")
-    rp.add_argument("--out", help="HTML file (default RUNS_DIR/report.html)")
+    rp.add_argument("--out", help="HTML file (default: RUNS_DIR/report.html)")
     rp.set_defaults(func=cmd_report)

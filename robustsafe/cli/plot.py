@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError
+from robustsafe.cli._common import CLIError, add_env_workers_option
 
 
 def cmd_xi_sweep(args: argparse.Namespace) -> int:
@@ -35,7 +35,7 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
             agent.config.env_id,
             min(args.num_envs, args.episodes),
             seed=args.seed,
-            workers=args.workers,
+            workers=args.env_workers,
             env_kwargs=agent.config.env_kwargs,
         )
     except ValueError as err:
@@ -129,13 +129,20 @@ def add_xi_sweep(sub: argparse._SubParsersAction) -> None:
     xs.add_argument("--run", required=True, help="run directory or agent .pt file")
     xs.add_argument("--xi", default="0.05,0.1,0.2,0.3,0.5,0.75", help="fractions attacked")
     xs.add_argument("--eps", type=float, help="epsilon (default: the run's robust.epsilon)")
-    xs.add_argument("--episodes", type=int, default=50)
+    xs.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
     xs.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
-    xs.add_argument("--attack-seed", type=int, default=0)
-    xs.add_argument("--attack-space", default="raw", choices=("raw", "normalized"))
-    xs.add_argument("--out", help="JSON file (default RUN/eval-xi.json)")
-    xs.add_argument("--num-envs", type=int, default=10)
-    xs.add_argument("--workers", type=int, default=2)
+    xs.add_argument(
+        "--attack-seed", type=int, default=0, help="seed of the attackers' random numbers"
+    )
+    xs.add_argument(
+        "--attack-space",
+        default="raw",
+        choices=("raw", "normalized"),
+        help="units of epsilon: raw observations (paper) or normaliser std",
+    )
+    xs.add_argument("--out", help="JSON file (default: RUN/eval-xi.json)")
+    xs.add_argument("--num-envs", type=int, default=10, help="parallel environments")
+    add_env_workers_option(xs, default=2)
     xs.set_defaults(func=cmd_xi_sweep)
 
 
@@ -155,7 +162,7 @@ def add_plot(sub: argparse._SubParsersAction) -> None:
         "--smooth",
         type=int,
         default=1,
-        help="average each seed over the last N epochs before the mean and band (default 1: none)",
+        help="average each seed over the last N epochs before the mean and band (1: none)",
     )
     pc.set_defaults(func=cmd_plot_curves)
     ps = pl_sub.add_parser(

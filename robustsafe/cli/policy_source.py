@@ -44,10 +44,12 @@ def _add_policy_options(p: argparse.ArgumentParser) -> None:
         metavar="MODULE:ATTR",
         help="your own policy instead of --run: module:attr or file.py:attr (attr() calls it); "
         "a torch.nn.Module, a robustsafe Policy or a numpy callable (black box). Runs that "
-        "code: name only code you trust. Needs --env",
+        "code: name only code you trust. Needs --env (default: none)",
     )
     p.add_argument(
-        "--sb3", metavar="ZIP", help="a Stable-Baselines3 PPO/A2C/SAC model file; needs --env"
+        "--sb3",
+        metavar="ZIP",
+        help="a Stable-Baselines3 PPO/A2C/SAC model file; needs --env (default: none)",
     )
     p.add_argument(
         "--trust-pickle",
@@ -60,5 +62,6 @@ def _add_policy_options(p: argparse.ArgumentParser) -> None:
         "--action-std",
         type=float,
         help="--policy with a torch module: std of the Gaussian around its action that MAD "
-        "measures (without it MAD and AMAD are refused) and fit-critics explores with",
+        "measures (without it MAD and AMAD are refused) and fit-critics explores with "
+        "(default: none)",
     )
