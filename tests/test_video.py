@@ -106,7 +106,7 @@ def test_bullet_video_of_the_zoo_agent(tmp_path):
     finally:
         env.close()
     assert frame.shape == (240, 320, 3) and frame.std() > 0
-    run = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "ppol"
+    run = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla"
     out = tmp_path / "v"
     args = ["evaluate", "--run", str(run), "--env-workers", "0", "--episodes", "1", "--no-progress"]
     assert main([*args, "--attacks", "none,mr", "--eps", "0.05", "--video", str(out)]) == 0
