@@ -255,3 +255,10 @@ def test_grid_dry_run_refuses_an_unimportable_env_module(tmp_path, capsys):
     argv = ["grid", "--envs", "no_such_module:Toy-v0", "--out", str(tmp_path), "--dry-run"]
     assert main(argv) == 2
     assert "no_such_module" in capsys.readouterr().err
+
+
+def test_every_learner_has_its_words_in_train_help():
+    from robustsafe.cli.train import LEARNERS
+    from robustsafe.config import ALGOS
+
+    assert set(LEARNERS) == set(ALGOS)  # a new learner: its name in config.ALGOS, words here
