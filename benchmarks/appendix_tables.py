@@ -78,13 +78,13 @@ def main() -> None:
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--xi", default=",".join(f"{x:g}" for x in DEFAULT_XIS))
     p.add_argument("--num-envs", type=int, default=10)
-    p.add_argument("--workers", type=int, default=0, help="env subprocesses (0: in-process)")
+    p.add_argument("--env-workers", type=int, default=0, help="env subprocesses (0: in-process)")
     p.add_argument("--force", action="store_true", help="redo evaluations already there")
     args = p.parse_args()
 
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     common = ["--episodes", str(args.episodes), "--seed", "0", "--num-envs", str(args.num_envs)]
-    common += ["--workers", str(args.workers)]
+    common += ["--env-workers", str(args.env_workers)]
     times: list[tuple[str, float]] = []
     for env in [e for e in args.envs.split(",") if e]:
         for mode in [m for m in args.modes.split(",") if m]:

@@ -2,7 +2,7 @@
 
     python benchmarks/attack_speed.py            # table + results/attack_speed.{md,json}
     python benchmarks/attack_speed.py --sweep    # also the settings grid behind the defaults
-    python benchmarks/attack_speed.py --agent zoo/SafetyCarRun-v0/ppol   # adds a trained agent
+    python benchmarks/attack_speed.py --agent zoo/SafetyCarRun-v0/vanilla   # adds a trained agent
 
 The networks are built in-script, so the script runs without a trained agent: SafetyCarRun-v0
 sizes (obs 7, act 2, hidden 128x128), observations ~ N(0, 1), and critics regressed for a few

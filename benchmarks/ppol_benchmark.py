@@ -10,7 +10,10 @@ random-action throughput of the same vector env layout (both cores) in the same 
     python benchmarks/ppol_benchmark.py --env SafetyCarRun-v0 --target-reward 500 --seeds 0 1 2
 
 Writes ``benchmarks/results/ppol_<env>.json`` and ``.md``; runs go to ``runs/bench/<env>/``
-(finished runs are reused, interrupted ones resumed).
+(finished runs are reused, interrupted ones resumed). ``--zoo zoo`` also copies seed 0's agent to
+``zoo/<env>/vanilla/``, replacing the zoo's PPOL-vanilla agent (until 2026-11 this script wrote
+``zoo/<env>/ppol/``, a second name for the same kind of agent; the zoo now has one directory per
+training mode).
 """
 
 from __future__ import annotations
@@ -89,7 +92,12 @@ def main() -> None:
     )
     p.add_argument("--runs", default="runs/bench")
     p.add_argument("--results", default="benchmarks/results")
-    p.add_argument("--zoo", default="zoo", help="copy seed 0's agent to ZOO/<env>/ppol/")
+    p.add_argument(
+        "--zoo",
+        default="",
+        help="copy seed 0's agent to ZOO/<env>/vanilla/, the zoo's PPOL-vanilla agent (the zoo "
+        "holds one agent per training mode; default: no copy)",
+    )
     args = p.parse_args()
     torch.set_num_threads(1)
 
@@ -157,7 +165,7 @@ def main() -> None:
             per_seed.append(entry)
             print(json.dumps(entry), flush=True)
             if seed == args.seeds[0] and args.zoo:
-                dest = Path(args.zoo) / args.env / "ppol"
+                dest = Path(args.zoo) / args.env / "vanilla"
                 dest.mkdir(parents=True, exist_ok=True)
                 shutil.copy(run / "agent.pt", dest / "agent.pt")
                 shutil.copy(run / "config.yaml", dest / "config.yaml")
@@ -178,7 +186,7 @@ def main() -> None:
             + ([f"--epochs {args.epochs}"] if args.epochs else [])
             + ([f"--runs {args.runs}"] if args.runs != "runs/bench" else [])
             + ([f"--results {args.results}"] if args.results != "benchmarks/results" else [])
-            + ([f"--zoo '{args.zoo}'"] if args.zoo != "zoo" else [])
+            + ([f"--zoo {args.zoo}"] if args.zoo else [])
         ),
         "machine": machine(),
         "git_commit": subprocess.run(

@@ -9,11 +9,12 @@ For every run ``<root>/<env>/<mode>/seed<S>/`` with an ``eval.json`` under the g
   config, metrics and evaluation.
 
 Then it writes ``<results>/table.{md,csv,tex}`` and ``table-costs.md``, and, with
-``--readme``, puts the costs table between the README's ``<!-- table1:start -->`` and
-``<!-- table1:end -->`` lines.
+``--readme FILE.md``, puts the costs table between that Markdown file's
+``<!-- table1:start -->`` and ``<!-- table1:end -->`` lines. The committed Table 1 lives in
+``docs/results.md`` (the README is the short user's page).
 
     python benchmarks/table1_export.py runs/t1a runs/t1b --results benchmarks/results/table1 \
-        --readme README.md
+        --readme docs/results.md
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def replace_between_markers(text: str, body: str) -> str:
     """``text`` with the lines between the table1 markers replaced by ``body``."""
     start, end = text.find(README_START), text.find(README_END)
     if start < 0 or end < start:
-        raise ValueError(f"the README needs the lines {README_START} and {README_END}")
+        raise ValueError(f"the Markdown file needs the lines {README_START} and {README_END}")
     return text[: start + len(README_START)] + "\n" + body.rstrip("\n") + "\n" + text[end:]
 
 
@@ -58,7 +59,13 @@ def main() -> None:
     p.add_argument("--results", type=Path, default=Path("benchmarks/results/table1"))
     p.add_argument("--zoo", type=Path, default=Path("zoo"))
     p.add_argument("--zoo-seed", type=int, default=0)
-    p.add_argument("--readme", type=Path, help="a README with the table1 markers to update")
+    p.add_argument(
+        "--readme",
+        type=Path,
+        metavar="FILE.md",
+        help="a Markdown file with the table1 markers to update (the committed table: "
+        "docs/results.md)",
+    )
     args = p.parse_args()
     n = 0
     for root in args.roots:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ZOO_AGENT = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "ppol" / "agent.pt"
+ZOO_AGENT = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla" / "agent.pt"
 
 
 def make_blackbox():

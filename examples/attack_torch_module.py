@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-ZOO_AGENT = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "ppol" / "agent.pt"
+ZOO_AGENT = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla" / "agent.pt"
 
 
 class MyPolicy(nn.Module):

@@ -733,10 +733,13 @@ def resolve(
     epochs: int | None = None,
     total_steps: int | None = None,
     algo: str = "ppol",
+    file_sets: list[str] | tuple[str, ...] = (),
 ) -> TrainConfig:
-    """The settings of ``robustsafe train``: the preset, then the workers / envs / normaliser
-    options, then ``--set`` overrides, then the run length. Raises ValueError."""
+    """The settings of ``robustsafe train``: the preset, then a settings file's values
+    (``file_sets``, as ``--set`` items: ``rundir.load_settings_file``), then the workers / envs /
+    normaliser options, then ``--set`` overrides, then the run length. Raises ValueError."""
     cfg = preset(env_id, preset_name, mode=mode, algo=algo, seed=seed)
+    cfg = apply_sets(cfg, file_sets)
     overrides: dict[str, Any] = {}
     if workers is not None:
         overrides["workers"] = workers

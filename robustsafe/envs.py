@@ -19,6 +19,7 @@ draw none.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing as mp
 import random
 import sys
@@ -160,12 +161,33 @@ def _gym_make(env_id: str, **kwargs: Any) -> gym.Env:
     except (gym.error.DependencyNotInstalled, ImportError) as err:
         raise ValueError(f"cannot build {env_id!r}: {err}") from None
     except gym.error.Error as err:
-        raise ValueError(
-            f"unknown environment id {env_id!r} ({err}). Bullet-Safety-Gym ids: "
-            f"{', '.join(BULLET_IDS)}; velocity tasks: RobustSafe/Safety{{Hopper,HalfCheetah,"
-            f"Walker2d,Swimmer,Ant,Humanoid}}Velocity-v1; any other registered gymnasium id "
-            f"that reports a per-step cost in info['cost'] works too."
-        ) from None
+        raise ValueError(_unknown_id(env_id, err)) from None
+
+
+def _unknown_id(env_id: str, err: Exception) -> str:
+    return (
+        f"unknown environment id {env_id!r} ({err}). Bullet-Safety-Gym ids: "
+        f"{', '.join(BULLET_IDS)}; velocity tasks: RobustSafe/Safety{{Hopper,HalfCheetah,"
+        f"Walker2d,Swimmer,Ant,Humanoid}}Velocity-v1; any other registered gymnasium id "
+        f"that reports a per-step cost in info['cost'] works too."
+    )
+
+
+def check_env_id(env_id: str) -> None:
+    """ValueError, one line naming the valid ids, unless ``env_id`` is a registered gymnasium id
+    (after registering its family, and importing ``module`` of a ``module:Id`` id). Builds
+    nothing: cheap enough for a plan (``robustsafe grid --dry-run``)."""
+    module, name = env_id.rsplit(":", 1) if ":" in env_id else (None, env_id)
+    try:
+        register_for(env_id)
+        if module is not None:
+            importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(f"cannot use environment {env_id!r}: {err}") from None
+    try:
+        gym.spec(name)
+    except gym.error.Error as err:
+        raise ValueError(_unknown_id(env_id, err)) from None
 
 
 def make(env_id: str, seed: int = 0, index: int = 0, **kwargs: Any) -> SafeEnv:

@@ -40,14 +40,108 @@ def load_run_config(run_dir: Path) -> TrainConfig:
     path = Path(run_dir) / "config.yaml"
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
+    data = _read_yaml(path)
     try:
-        return from_dict(TrainConfig, yaml.safe_load(path.read_text()))
+        return from_dict(TrainConfig, data)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: {err}") from None
+
+
+def _read_yaml(path: Path) -> Any:
+    """``yaml.safe_load`` of a file (never executes code); ValueError naming the file."""
+    try:
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         where = getattr(err, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
         raise ValueError(f"{path}: not valid YAML{line}") from None
-    except (ValueError, TypeError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError as err:
         raise ValueError(f"{path}: {err}") from None
+
+
+# The settings of a settings file that name a run (``robustsafe train``'s own options).
+NAMING_SETTINGS = {
+    "env_id": "env",
+    "seed": "seed",
+    "preset": "preset",
+    "algo": "algo",
+    "robust.mode": "mode",
+}
+
+
+def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:
+    """The settings of ``robustsafe train --config FILE``: a YAML mapping in the format of a run
+    directory's ``config.yaml`` (read with ``yaml.safe_load``), any subset of its keys.
+
+    Returns the values that name a run (``NAMING_SETTINGS``: ``{"env": ..., "seed": ...,
+    "preset": ..., "algo": ..., "mode": ...}``, those the file gives) and every other setting as
+    a ``KEY=VALUE`` item of ``--set``'s syntax, in file order. An unknown key, a group that is
+    not a mapping or a value of the wrong type is a ValueError naming the file and the key.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"--config {path}: no such file")
+    data = _read_yaml(path)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{path}: expected a mapping of settings (the format of a run's config.yaml), "
+            f"got {type(data).__name__}"
+        )
+    naming: dict[str, Any] = {}
+    sets: list[str] = []
+    _flatten_settings(TrainConfig, data, "", naming, sets, path)
+    if naming:  # their types and values, checked as the run's own config would be
+        subset: dict[str, Any] = {}
+        for key, value in naming.items():
+            node = subset
+            *groups, last = key.split(".")
+            for g in groups:
+                node = node.setdefault(g, {})
+            node[last] = value
+        try:
+            cfg = from_dict(TrainConfig, subset)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{path}: {err}") from None
+        values = {k: _dotted(cfg, k) for k in naming}
+        naming = {NAMING_SETTINGS[k]: v for k, v in values.items()}
+    return naming, sets
+
+
+def _flatten_settings(
+    cls: type, data: dict, prefix: str, naming: dict, sets: list[str], path: Path
+) -> None:
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if key not in known:
+            raise ValueError(
+                f"{path}: unknown setting {name!r}; accepted"
+                + (f" in {prefix.rstrip('.')}" if prefix else "")
+                + f": {', '.join(known)}"
+            )
+        if dataclasses.is_dataclass(hints[key]):
+            if not isinstance(value, dict):
+                raise ValueError(f"{path}: {name} is a group of settings: expected a mapping")
+            _flatten_settings(hints[key], value, f"{name}.", naming, sets, path)
+        elif name in NAMING_SETTINGS:
+            naming[name] = value
+        else:
+            try:
+                sets.append(f"{name}={json.dumps(value)}")
+            except TypeError:
+                raise ValueError(f"{path}: {name}: {value!r} is not a setting value") from None
+
+
+def _dotted(cfg: Any, key: str) -> Any:
+    for part in key.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
 
 
 def run_status(run_dir: Path) -> tuple[int, int] | None:

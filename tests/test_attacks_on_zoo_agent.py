@@ -1,4 +1,4 @@
-"""The critic attacks on a real trained agent (the committed CarRun PPO-Lagrangian agent)."""
+"""The critic attacks on a real trained agent (the committed CarRun PPOL-vanilla agent)."""
 
 from pathlib import Path
 
@@ -10,7 +10,7 @@ from robustsafe.agent import load_agent
 from robustsafe.attacks import make_attacker
 from robustsafe.envs import make
 
-ZOO = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "ppol" / "agent.pt"
+ZOO = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla" / "agent.pt"
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ def toy_run(tmp_path, toy_env_id):
 
 def test_evaluate_writes_json_and_prints_a_table(toy_run, tmp_path, capsys):
     out = tmp_path / "eval.json"
-    args = ["evaluate", "--run", str(toy_run), "--episodes", "5", "--workers", "0"]
+    args = ["evaluate", "--run", str(toy_run), "--episodes", "5", "--env-workers", "0"]
     assert main([*args, "--out", str(out), "--num-envs", "2"]) == 0
     printed = capsys.readouterr().out
     assert "reward" in printed and "none" in printed
@@ -43,7 +43,7 @@ def test_evaluate_errors(toy_run, tmp_path, capsys):
     truncated.write_bytes((toy_run / "agent.pt").read_bytes()[:500])
     assert main(["evaluate", "--run", str(truncated)]) == 2
     assert "corrupt" in capsys.readouterr().err
-    args = ["evaluate", "--run", str(toy_run), "--workers", "0", "--episodes", "2"]
+    args = ["evaluate", "--run", str(toy_run), "--env-workers", "0", "--episodes", "2"]
     assert main([*args, "--env", "SafetyCarRun-v0", "--allow-other-env"]) == 2
     assert "observation size" in capsys.readouterr().err
     assert main([*args, "--env", "NoSuchEnv-v0", "--allow-other-env"]) == 2

@@ -52,7 +52,7 @@ def test_attack_sb3_ppo_example(tmp_path):
     from robustsafe.cli import main
 
     critics = tmp_path / "critics.pt"
-    base = ["--sb3", str(tmp_path / "ppo.zip"), "--env", "SafetyCarRun-v0", "--workers", "0"]
+    base = ["--sb3", str(tmp_path / "ppo.zip"), "--env", "SafetyCarRun-v0", "--env-workers", "0"]
     assert (
         main(["fit-critics", *base, "--steps", "400", "--num-envs", "2", "--out", str(critics)])
         == 0

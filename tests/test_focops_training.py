@@ -55,7 +55,17 @@ def test_cli_trains_focops_and_evaluation_knows_it(tmp_path, capsys):
     assert "nu" in load_state(run / "state.pt")["learner"]
     assert load_agent(run).config.algo == "focops"
     out = tmp_path / "eval.json"
-    args = ["evaluate", "--run", str(run), "--episodes", "2", "--workers", "0", "--num-envs", "2"]
+    args = [
+        "evaluate",
+        "--run",
+        str(run),
+        "--episodes",
+        "2",
+        "--env-workers",
+        "0",
+        "--num-envs",
+        "2",
+    ]
     assert main([*args, "--attacks", "none,mc,mr", "--out", str(out), "--no-progress"]) == 0
     data = json.loads(out.read_text())
     assert data["train_algo"] == "focops"

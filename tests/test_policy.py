@@ -153,7 +153,7 @@ def test_mc_on_a_plain_torch_module_raises_its_cost_value():
 
     from robustsafe.agent import load_agent
 
-    zoo = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "ppol" / "agent.pt"
+    zoo = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla" / "agent.pt"
     agent = load_agent(zoo)
     policy = TorchPolicy(_ZooModule(copy.deepcopy(agent.actor.net)).eval().requires_grad_(False))
     obs = _zoo_states(agent)
@@ -165,7 +165,8 @@ def test_mc_on_a_plain_torch_module_raises_its_cost_value():
         clean = agent.critics.q_cost(obs, policy.deterministic_action(obs))
         under = agent.critics.q_cost(obs, policy.deterministic_action(attacked))
     assert bool((under >= clean - 1e-5).all())  # never below no attack
-    # measured: mean Q_c 0.041 clean -> 0.069 under MC (eps 0.05); most states gain
+    # measured on zoo/SafetyCarRun-v0/vanilla: mean Q_c 0.242 clean -> 0.346 under MC (eps 0.05),
+    # 99% of the states gain
     assert float(under.mean() - clean.mean()) > 0.01
     assert float((under > clean + 1e-4).float().mean()) > 0.5
 
@@ -257,7 +258,7 @@ def test_cli_fit_critics_and_evaluate_a_module_policy(tmp_path, toy_env_id, caps
     src = tmp_path / "mypolicy.py"
     src.write_text(POLICY_FILE)
     critics = tmp_path / "critics.pt"
-    common = ["--env", toy_env_id, "--workers", "0"]
+    common = ["--env", toy_env_id, "--env-workers", "0"]
     fit = ["fit-critics", "--policy", f"{src}:policy", *common, "--steps", "80", "--num-envs", "2"]
     assert main([*fit, "--out", str(critics)]) == 0
     assert "exploration noise std [0.3]" in capsys.readouterr().out

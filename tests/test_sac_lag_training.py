@@ -69,7 +69,17 @@ def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
     saved = state["learner"]["critics"]["q_cost.heads.0.0.weight"]
     assert torch.equal(agent.critics.q_cost.heads[0][0].weight, saved)
     out = tmp_path / "eval.json"
-    args = ["evaluate", "--run", str(run), "--episodes", "2", "--workers", "0", "--num-envs", "2"]
+    args = [
+        "evaluate",
+        "--run",
+        str(run),
+        "--episodes",
+        "2",
+        "--env-workers",
+        "0",
+        "--num-envs",
+        "2",
+    ]
     assert main([*args, "--attacks", "none,mc,mr", "--out", str(out), "--no-progress"]) == 0
     data = json.loads(out.read_text())
     assert data["train_algo"] == "sac-lag" and data["train_alpha"] == 0.001

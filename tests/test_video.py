@@ -82,7 +82,7 @@ def test_video_frames_pair_natural_and_attacked(toy_agent_dir, toy_env_id, tmp_p
 
 
 def test_cli_video_checks_before_evaluating(toy_agent_dir, tmp_path, capsys):  # noqa: F811
-    base = ["evaluate", "--run", str(toy_agent_dir), "--workers", "0", "--episodes", "1"]
+    base = ["evaluate", "--run", str(toy_agent_dir), "--env-workers", "0", "--episodes", "1"]
     assert main([*base, "--attacks", "none", "--video", str(tmp_path / "v")]) == 2
     assert "--video needs an attacker" in capsys.readouterr().err
     args = [*base, "--attacks", "none,mc", "--eps", "0.1", "--video", str(tmp_path / "v")]
@@ -106,9 +106,9 @@ def test_bullet_video_of_the_zoo_agent(tmp_path):
     finally:
         env.close()
     assert frame.shape == (240, 320, 3) and frame.std() > 0
-    run = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "ppol"
+    run = Path(__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla"
     out = tmp_path / "v"
-    args = ["evaluate", "--run", str(run), "--workers", "0", "--episodes", "1", "--no-progress"]
+    args = ["evaluate", "--run", str(run), "--env-workers", "0", "--episodes", "1", "--no-progress"]
     assert main([*args, "--attacks", "none,mr", "--eps", "0.05", "--video", str(out)]) == 0
     (path,) = sorted(out.iterdir())
     assert count_frames(path) == 201  # the start and 200 steps

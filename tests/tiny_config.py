@@ -22,7 +22,7 @@ def tiny_config(env_id: str, ppo: dict[str, Any] | None = None, **fields: Any) -
 TINY_CLI = [
     "--preset",
     "fast",
-    "--workers",
+    "--env-workers",
     "0",
     "--num-envs",
     "2",

@@ -30,7 +30,7 @@ This module plans and schedules; starting a command is a launcher's job
 Ray tasks on any node without a shared disk, the results copied back to ``out``).
 
 The planned number of epochs of a run is resolved exactly as ``robustsafe train`` resolves it
-(preset, then ``--workers`` / ``--num-envs`` / ``--obs-norm``, ``--set``, ``--epochs`` /
+(preset, then ``--env-workers`` / ``--num-envs`` / ``--obs-norm``, ``--set``, ``--epochs`` /
 ``--total-steps`` from ``train_args``), so ``train_args`` are checked before any process
 starts: a misspelt ``--set`` key is one clear error, not a grid of failed runs.
 
@@ -131,14 +131,15 @@ class _RaisingParser(argparse.ArgumentParser):
 def parse_train_args(args: Sequence[str]) -> TrainArgs:
     """Parse extra ``robustsafe train`` options (``["--epochs", "3", "--set", "k=v"]``).
 
-    Accepted: ``--epochs``, ``--total-steps``, ``--workers``, ``--num-envs``, ``--obs-norm``,
+    Accepted: ``--epochs``, ``--total-steps``, ``--env-workers`` (old spelling ``--workers``),
+    ``--num-envs``, ``--obs-norm``,
     ``--set`` (repeatable). The grid sets ``--env --algo --mode --seed --preset --out --resume
     --no-progress`` itself; anything else is an error.
     """
     p = _RaisingParser(prog="train_args", add_help=False, allow_abbrev=False)
     p.add_argument("--epochs", type=int)
     p.add_argument("--total-steps", type=int)
-    p.add_argument("--workers", type=int)
+    p.add_argument("--env-workers", "--workers", dest="workers", type=int)  # old spelling kept
     p.add_argument("--num-envs", type=int)
     p.add_argument("--obs-norm", action="store_true")
     p.add_argument("--set", action="append", default=[])
@@ -151,7 +152,7 @@ def parse_train_args(args: Sequence[str]) -> TrainArgs:
             else f"unsupported {' '.join(extra)}"
         )
         raise ValueError(
-            f"train_args: {why}; accepted: --epochs N, --total-steps N, --workers K, "
+            f"train_args: {why}; accepted: --epochs N, --total-steps N, --env-workers K, "
             "--num-envs N, --obs-norm, --set KEY=VALUE"
         )
     return TrainArgs(ns.epochs, ns.total_steps, ns.workers, ns.num_envs, ns.obs_norm, tuple(ns.set))
@@ -189,7 +190,7 @@ class GridSpec:
         Extra ``robustsafe train`` options for every run, e.g. ``("--epochs", "3")`` or
         ``("--set", "ppo.actor_lr=1e-3")`` (see ``parse_train_args``).
     eval_workers, eval_num_envs
-        ``robustsafe evaluate --workers --num-envs``.
+        ``robustsafe evaluate --env-workers --num-envs``.
     evaluate
         False: train only.
     backend
@@ -331,7 +332,7 @@ def resolve_train_config(
 ) -> TrainConfig:
     """The settings ``robustsafe train`` would resolve for this run of the grid.
 
-    Mirrors the train command: the preset, then ``--workers`` / ``--num-envs`` /
+    Mirrors the train command: the preset, then ``--env-workers`` / ``--num-envs`` /
     ``--obs-norm``, then ``--set``, then ``--epochs`` / ``--total-steps``. Raises ValueError.
     """
     a = parse_train_args(spec.train_args)
@@ -485,8 +486,13 @@ def _plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str) -> P
 def plan_grid(spec: GridSpec) -> list[PlannedRun]:
     """What ``run_grid(spec)`` would do for every run, in grid order; starts nothing.
 
-    Raises ValueError when ``train_args`` do not resolve to valid settings.
+    Raises ValueError when an env id is not a registered one (``envs.check_env_id``: a
+    look-up, nothing is built) or ``train_args`` do not resolve to valid settings.
     """
+    from robustsafe.envs import check_env_id
+
+    for env_id in spec.envs:
+        check_env_id(env_id)
     return [_plan_extras(spec, plan_run(spec, e, m, s, a)) for e, a, m, s in spec.combinations()]
 
 
@@ -547,7 +553,7 @@ def extra_command(spec: GridSpec, plan: PlannedRun, name: str) -> list[str]:
     from robustsafe.experiments.xi_sweep import XI_EVAL_NAME
 
     common = ["--episodes", str(spec.episodes), "--seed", str(spec.eval_seed)]
-    common += ["--out", str(plan.run_dir / name), "--workers", str(spec.eval_workers)]
+    common += ["--out", str(plan.run_dir / name), "--env-workers", str(spec.eval_workers)]
     common += ["--num-envs", str(spec.eval_num_envs)]
     eps = ["--eps", repr(float(plan.epsilon))]
     if name == XI_EVAL_NAME:
@@ -674,7 +680,7 @@ def evaluate_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
         "--out",
         str(plan.run_dir / "eval.json"),
         "--force",  # a stale evaluation of this run is replaced
-        "--workers",
+        "--env-workers",
         str(spec.eval_workers),
         "--num-envs",
         str(spec.eval_num_envs),

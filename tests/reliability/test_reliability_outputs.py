@@ -15,7 +15,7 @@ from conftest import cli_train, one_line_error
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 
-EVAL = ["--workers", "0", "--num-envs", "2", "--episodes", "2", "--no-progress"]
+EVAL = ["--env-workers", "0", "--num-envs", "2", "--episodes", "2", "--no-progress"]
 
 
 def _snapshot(folder) -> dict[str, tuple[int, int]]:
@@ -95,7 +95,7 @@ def test_a_failed_evaluation_write_keeps_the_results(cli_run, tmp_path, capsys, 
     assert "reward" in captured.out  # the table was printed before the write
 
 
-FIT = ["--steps", "40", "--workers", "0", "--num-envs", "2"]
+FIT = ["--steps", "40", "--env-workers", "0", "--num-envs", "2"]
 
 
 def test_fit_critics_never_replaces_the_agent_silently(cli_run, tmp_path, capsys):

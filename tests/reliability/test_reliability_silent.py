@@ -19,7 +19,7 @@ def test_an_env_without_costs_warns(tmp_path):
 
 
 def test_an_absurd_epsilon_is_refused_before_any_episode(cli_run, capsys):
-    args = ["evaluate", "--run", str(cli_run), "--workers", "0", "--episodes", "2"]
+    args = ["evaluate", "--run", str(cli_run), "--env-workers", "0", "--episodes", "2"]
     assert main([*args, "--attacks", "random", "--eps", "1e9"]) == 2
     captured = capsys.readouterr()
     assert one_line_error(captured.err) and "--allow-large-eps" in captured.err
@@ -28,7 +28,7 @@ def test_an_absurd_epsilon_is_refused_before_any_episode(cli_run, capsys):
 
 
 def test_an_agent_is_not_evaluated_on_another_task_silently(cli_run, capsys):
-    args = ["evaluate", "--run", str(cli_run), "--workers", "0", "--episodes", "2"]
+    args = ["evaluate", "--run", str(cli_run), "--env-workers", "0", "--episodes", "2"]
     assert main([*args, "--env", TWIN]) == 2
     err = capsys.readouterr().err
     assert one_line_error(err) and TOY in err and "--allow-other-env" in err

@@ -1,0 +1,66 @@
+"""The ``robustsafe`` command.
+
+One module per group of commands; each adds its subcommands to the parser with an
+``add_<command>(sub)`` function and holds their ``cmd_*`` functions:
+
+- ``train``: ``robustsafe train``
+- ``evaluate``: ``robustsafe evaluate`` (natural and attacked episodes, videos)
+- ``fit_critics``: ``robustsafe fit-critics``
+- ``policy_source``: ``--run`` / ``--policy`` / ``--sb3`` of evaluate and fit-critics
+- ``grid``: ``robustsafe grid``, ``table``, ``report``
+- ``plot``: ``robustsafe plot curves|sweep``, ``xi-sweep``
+- ``tabular``: ``robustsafe tabular demo``
+- ``_common``: the one-line user error and the output-file checks they share
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from robustsafe import __version__
+from robustsafe.cli._common import CLIError, Parser, _os_reason
+from robustsafe.cli.evaluate import add_evaluate
+from robustsafe.cli.fit_critics import add_fit_critics
+from robustsafe.cli.grid import add_grid, add_report, add_table
+from robustsafe.cli.plot import add_plot, add_xi_sweep
+from robustsafe.cli.tabular import add_tabular
+from robustsafe.cli.train import add_train
+
+__all__ = ["CLIError", "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="robustsafe",
+        description="Safe RL under observational attacks: train, attack, evaluate.",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (
+        add_train,
+        add_evaluate,
+        add_fit_critics,
+        add_grid,
+        add_table,
+        add_xi_sweep,
+        add_plot,
+        add_report,
+        add_tabular,
+    ):
+        add(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CLIError as err:
+        print(f"robustsafe {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the machine's fault (disk full, permissions): one line, no trace
+        where = f": {err.filename}" if err.filename else ""
+        print(f"robustsafe {args.command}: error: {_os_reason(err)}{where}", file=sys.stderr)
+        return 2

@@ -1,0 +1,132 @@
+"""What the commands share: the one-line user error, the help formatter, output checks."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def parse_epsilons_quietly(text: str) -> list[float]:
+    """The epsilons of ``--eps``, or [] if it does not parse (reported later, in order)."""
+    from robustsafe.evaluate import parse_epsilons
+
+    try:
+        return parse_epsilons(text)
+    except ValueError:
+        return []
+
+
+def _sweep_files(out: Path) -> list[Path]:
+    prefix = out.with_name(out.stem + "_sweep")
+    return [prefix.with_suffix(ext) for ext in (".csv", ".png", ".pdf")]
+
+
+def _check_output(path: Path, force: bool) -> None:
+    """Refuse, before any work, an output file that cannot be written or would replace one."""
+    if path.is_dir():
+        raise CLIError(f"--out {path} is a directory; give a file name, e.g. {path / 'eval.json'}")
+    if path.exists() and not force:
+        raise CLIError(f"{path} already exists; pass --force to replace it, or another --out")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as err:
+        raise CLIError(f"cannot write {path}: {_os_reason(err)}") from None
+
+
+def _os_reason(err: OSError) -> str:
+    if err.errno == errno.ENOSPC:
+        return "no space left on device"
+    return err.strerror or str(err)
+
+
+def _write_or_keep(path: Path, write: Callable[[Path], None]) -> None:
+    """``write(path)``; if that fails, write to a fresh temporary folder and say where."""
+    try:
+        write(path)
+    except OSError as err:
+        reason = _os_reason(err)
+        try:
+            fallback = Path(tempfile.mkdtemp(prefix="robustsafe-")) / path.name
+            write(fallback)
+        except OSError:
+            raise CLIError(f"cannot write {path}: {reason} (and no fallback copy)") from None
+        raise CLIError(
+            f"cannot write {path}: {reason}; the results were saved in {fallback} instead"
+        ) from None
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows every option's default: ``(default: X)`` after its help, unless the help
+    already says what the default is (a default that depends on other settings, such as the
+    agent's env or the preset's epochs, is said in words there)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or any(action.default is x for x in (None, False, argparse.SUPPRESS)):
+            return text
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``robustsafe`` and of every subcommand (``add_subparsers`` makes its
+    subparsers of the parent's class): the help formatter above."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An option's old spelling: stores into the new option's destination and prints a one-line
+    deprecation warning on stderr."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(
+            f"{parser.prog}: warning: {option_string} is deprecated and will be removed in the "
+            f"next release; use {self.new}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed_option(
+    parser: argparse.ArgumentParser, new: str, old: str, **kwargs
+) -> argparse.Action:
+    """Option ``new``, and ``old`` as its deprecated alias for one release (same value, and a
+    one-line warning when used)."""
+    action = parser.add_argument(new, **kwargs)
+    parser.add_argument(
+        old,
+        dest=action.dest,
+        type=kwargs.get("type"),
+        metavar=action.metavar or new.lstrip("-").replace("-", "_").upper(),
+        action=_DeprecatedAlias,
+        new=new,
+        default=argparse.SUPPRESS,
+        help=f"deprecated spelling of {new}",
+    )
+    return action
+
+
+def add_env_workers_option(parser: argparse.ArgumentParser, **kwargs) -> argparse.Action:
+    """``--env-workers K``: the subprocesses stepping the environments (0: in this process);
+    ``--workers`` is its deprecated spelling."""
+    kwargs.setdefault("help", "subprocesses stepping the environments (0: in this process)")
+    return add_renamed_option(parser, "--env-workers", "--workers", type=int, **kwargs)

@@ -1,0 +1,327 @@
+"""``robustsafe evaluate``: natural and attacked episodes of an agent or a foreign policy."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from robustsafe.cli._common import (
+    CLIError,
+    _check_output,
+    _sweep_files,
+    _write_or_keep,
+    add_env_workers_option,
+    parse_epsilons_quietly,
+)
+from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
+from robustsafe.config import MAX_EPSILON
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import torch
+
+    from robustsafe.agent import load_agent
+    from robustsafe.envs import VectorEnv
+    from robustsafe.evaluate import (
+        evaluate_agent,
+        format_table,
+        parse_epsilons,
+        write_json_atomic,
+        write_sweep,
+    )
+    from robustsafe.experiments.plots import cost_limit_of
+
+    torch.set_num_threads(1)  # small-batch inference beside busy env workers
+    _one_policy_source(args)
+    if args.run is None:
+        return _evaluate_foreign(args)
+    try:
+        agent = load_agent(args.run)
+    except (FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    env_id = args.env or agent.config.env_id
+    if env_id != agent.config.env_id and not args.allow_other_env:
+        raise CLIError(
+            f"the agent was trained on {agent.config.env_id}, not {env_id}: its numbers there "
+            "would describe a task it never saw. Pass --allow-other-env to evaluate it anyway"
+        )
+    if args.episodes < 1:
+        raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    out = Path(args.out) if args.out else None
+    if out is not None:  # before any episode runs: a bad path must not waste the work
+        _check_output(out, args.force)
+        if len(parse_epsilons_quietly(args.eps)) > 1:
+            for sweep in _sweep_files(out):
+                _check_output(sweep, args.force)
+    try:
+        epsilons = parse_epsilons(args.eps)
+        too_large = [e for e in epsilons if e > MAX_EPSILON]
+        if too_large and not args.allow_large_eps:
+            raise ValueError(
+                f"epsilon {max(too_large):g} is larger than {MAX_EPSILON:g}: the paper's budgets "
+                "are 0.025-0.05 observation units. Pass --allow-large-eps if you mean it"
+            )
+        from robustsafe.attacks import make_attacker
+
+        for name in attacks:  # check every name before any episode runs
+            if name != "amad":
+                make_attacker(name)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    if args.video is not None:  # before any episode runs
+        if not any(a != "none" for a in attacks) or max(epsilons) <= 0:
+            raise CLIError("--video needs an attacker (--attacks) and an epsilon > 0 (--eps)")
+        if args.video_episodes < 1:
+            raise CLIError(f"--video-episodes must be >= 1, got {args.video_episodes}")
+    num_envs = min(args.num_envs, args.episodes)
+    try:
+        vec = VectorEnv(
+            env_id,
+            num_envs,
+            seed=args.seed,
+            workers=args.env_workers,
+            env_kwargs=agent.config.env_kwargs,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    n_runs = 1 + sum(len([e for e in epsilons if e > 0]) for a in attacks if a != "none")
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        per_run = args.episodes * (vec.max_episode_steps or 1000)
+        bar = tqdm(total=n_runs * per_run, unit="step", desc="evaluate", dynamic_ncols=True)
+    try:
+        results = evaluate_agent(
+            agent,
+            vec,
+            episodes=args.episodes,
+            seed=args.seed,
+            attacks=attacks,
+            epsilons=epsilons,
+            attack_seed=args.attack_seed,
+            attack_space=args.attack_space,
+            xi=args.xi,
+            on_step=None if bar is None else bar.update,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    finally:
+        vec.close()
+        if bar is not None:
+            bar.close()
+    payload = {
+        "agent": str(args.run),
+        "env_id": env_id,
+        "agent_epoch": agent.epoch,
+        "train_algo": agent.config.algo,
+        "train_alpha": agent.config.sac.alpha if agent.config.algo == "sac-lag" else None,
+        "train_mode": agent.config.robust.mode,
+        "train_seed": agent.config.seed,
+        "train_preset": agent.config.preset,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "attack_seed": args.attack_seed,
+        "actions": "deterministic (mean)",
+        "epsilon_space": args.attack_space,
+        "xi": args.xi,
+        "cost_limit": cost_limit_of(agent.config),
+        "results": [r.to_dict() for r in results],
+    }
+    print(  # first: whatever happens to the files, the numbers are on screen
+        f"{env_id}: {args.episodes} paired episodes, seed {args.seed}, agent epoch "
+        f"{agent.epoch}, epsilon in {args.attack_space} observation units"
+    )
+    print(format_table(results))
+    if out is None:
+        print("not saved: pass --out FILE.json to keep every episode (and a sweep's figure)")
+        return _record_videos(args, agent, env_id, attacks, epsilons)
+    _write_or_keep(out, lambda path: write_json_atomic(path, payload))
+    print(f"written to {out}")
+    if len(epsilons) > 1 and any(a != "none" for a in attacks):
+        meta = {k: v for k, v in payload.items() if k not in ("env_id", "results")}
+        files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}", meta)
+        print("sweep written to " + ", ".join(str(f) for f in files))
+    return _record_videos(args, agent, env_id, attacks, epsilons)
+
+
+def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons) -> int:
+    """``evaluate --video DIR``: natural and attacked episodes side by side, at the largest
+    epsilon (robustsafe.video)."""
+    if args.video is None:
+        return 0
+    from robustsafe.video import record_videos
+
+    eps = max(epsilons)
+    print(f"recording {args.video_episodes} paired episode(s) per attacker at epsilon {eps:g}")
+    try:
+        paths = record_videos(
+            agent,
+            env_id,
+            attacks,
+            eps,
+            args.video,
+            episodes=args.video_episodes,
+            seed=args.seed,
+            attack_seed=args.attack_seed,
+            attack_space=args.attack_space,
+            xi=args.xi,
+            fps=args.video_fps,
+            env_kwargs=agent.config.env_kwargs,
+        )
+    except ValueError as err:
+        raise CLIError(f"--video: {err}") from None
+    if any(p.suffix == ".gif" for p in paths):
+        print("imageio-ffmpeg is not installed (pip install robustsafe[video]): wrote GIFs")
+    print("videos written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _evaluate_foreign(args: argparse.Namespace) -> int:
+    from robustsafe.envs import VectorEnv
+    from robustsafe.evaluate import (
+        evaluate_policy,
+        format_paired_table,
+        parse_epsilons,
+        write_json_atomic,
+        write_sweep,
+    )
+    from robustsafe.fit_critics import load_critics
+
+    if args.episodes < 1:
+        raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    if args.attack_space != "raw":
+        raise CLIError("--policy/--sb3: epsilon is in raw observation units (--attack-space raw)")
+    policy = _foreign_policy(args)
+    attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    if "none" not in attacks:
+        attacks.insert(0, "none")
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        _check_output(out, args.force)
+    try:
+        critics = load_critics(args.critics) if args.critics else None
+        epsilons = parse_epsilons(args.eps)
+        too_large = [e for e in epsilons if e > MAX_EPSILON]
+        if too_large and not args.allow_large_eps:
+            raise ValueError(
+                f"epsilon {max(too_large):g} is larger than {MAX_EPSILON:g}; pass "
+                "--allow-large-eps if you mean it"
+            )
+        from robustsafe.evaluate import check_attacks_for
+
+        check_attacks_for(policy, attacks, critics)
+        vec = VectorEnv(
+            args.env, min(args.num_envs, args.episodes), seed=args.seed, workers=args.env_workers
+        )
+    except (FileNotFoundError, ValueError, TypeError) as err:
+        raise CLIError(str(err)) from None
+    try:
+        results = evaluate_policy(
+            policy,
+            vec,
+            attacks=attacks,
+            epsilons=epsilons,
+            critics=critics,
+            episodes=args.episodes,
+            seed=args.seed,
+            attack_seed=args.attack_seed,
+            xi=args.xi,
+        )
+    except (ValueError, TypeError) as err:
+        raise CLIError(str(err)) from None
+    finally:
+        vec.close()
+    source = f"--sb3 {args.sb3}" if args.sb3 else f"--policy {args.policy}"
+    print(f"{args.env}: {args.episodes} paired episodes, seed {args.seed}, policy {source}")
+    print(format_paired_table(results))
+    if out is None:
+        return 0
+    payload = {
+        "policy": source,
+        "env_id": args.env,
+        "critics": args.critics,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "attack_seed": args.attack_seed,
+        "actions": "deterministic",
+        "epsilon_space": "raw",
+        "xi": args.xi,
+        "results": [r.to_dict() for r in results],
+    }
+    _write_or_keep(out, lambda path: write_json_atomic(path, payload))
+    print(f"written to {out}")
+    if len(epsilons) > 1 and len(attacks) > 1:
+        files = write_sweep(results, out.with_name(out.stem + "_sweep"), args.env)
+        print("sweep written to " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def add_evaluate(sub: argparse._SubParsersAction) -> None:
+    e = sub.add_parser("evaluate", help="evaluate an agent with deterministic actions")
+    e.add_argument(
+        "--run",
+        help="run directory or agent .pt file (default: none; give one of --run, --policy, --sb3)",
+    )
+    _add_policy_options(e)
+    e.add_argument(
+        "--critics",
+        help="--policy/--sb3: critics file from fit-critics, for mc, mr, amad, ... (default: none)",
+    )
+    e.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
+    e.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
+    e.add_argument("--env", help="environment id (default: the agent's)")
+    e.add_argument("--out", help="JSON file to write (default: print only)")
+    e.add_argument("--force", action="store_true", help="replace an existing --out file")
+    e.add_argument(
+        "--allow-other-env",
+        action="store_true",
+        help="evaluate on an --env other than the agent's own",
+    )
+    e.add_argument(
+        "--allow-large-eps",
+        action="store_true",
+        help="accept epsilons above 1 (observation units)",
+    )
+    e.add_argument(
+        "--attacks",
+        default="none",
+        help="comma-separated attackers: none,random,mad,amad,mc,mr,minr,mix:W",
+    )
+    e.add_argument(
+        "--eps", default="0.05", help="epsilon: 0.05, a list 0.02,0.05 or a sweep 0:0.1:11"
+    )
+    e.add_argument(
+        "--attack-space",
+        default="raw",
+        choices=("raw", "normalized"),
+        help="units of epsilon: raw observations (paper) or normaliser std",
+    )
+    e.add_argument("--xi", type=float, default=0.1, help="AMAD: fraction of states attacked")
+    e.add_argument(
+        "--attack-seed",
+        type=int,
+        default=0,
+        help="seed of the attackers' random numbers (each episode gets its own stream from it)",
+    )
+    e.add_argument(
+        "--num-envs", type=int, default=10, help="parallel environments (at most --episodes)"
+    )
+    add_env_workers_option(e, default=2)
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.add_argument(
+        "--video",
+        metavar="DIR",
+        help="also record natural and attacked episodes side by side, one MP4 per attacker at "
+        "the largest --eps, in DIR (Bullet's offscreen renderer; the `video` extra) "
+        "(default: no videos)",
+    )
+    e.add_argument(
+        "--video-episodes",
+        type=int,
+        default=1,
+        help="paired episodes per video (the first ones of --seed)",
+    )
+    e.add_argument("--video-fps", type=int, default=30, help="frames per second")
+    e.set_defaults(func=cmd_evaluate)

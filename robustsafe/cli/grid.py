@@ -1,0 +1,262 @@
+"""``robustsafe grid``, ``table`` and ``report``: a study, its tables and its page."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from robustsafe.cli._common import CLIError, add_renamed_option
+from robustsafe.cli.train import DEFAULT_PRESET
+from robustsafe.config import PRESETS
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.appendix import APPENDIX_ATTACKS
+    from robustsafe.experiments.grid import (
+        GridSpec,
+        format_plan,
+        format_results,
+        plan_grid,
+        run_grid,
+    )
+    from robustsafe.experiments.xi_sweep import DEFAULT_XIS
+
+    appendix_attacks = args.appendix_attacks or ""
+    xi_sweep = args.xi_sweep or ""
+    if args.appendix:
+        appendix_attacks = appendix_attacks or ",".join(APPENDIX_ATTACKS)
+        xi_sweep = xi_sweep or ",".join(f"{x:g}" for x in DEFAULT_XIS)
+    train_args: list[str] = []
+    if args.epochs is not None:
+        train_args += ["--epochs", str(args.epochs)]
+    if args.total_steps is not None:
+        train_args += ["--total-steps", str(args.total_steps)]
+    if args.config is not None:  # the file's settings as --set items, before --set's own
+        from robustsafe.rundir import NAMING_SETTINGS, load_settings_file
+
+        try:
+            file_named, file_sets = load_settings_file(args.config)
+        except (ValueError, FileNotFoundError) as err:
+            raise CLIError(str(err)) from None
+        if file_named:
+            names = [k for k, v in NAMING_SETTINGS.items() if v in file_named]
+            print(
+                f"note: --config {args.config}: {', '.join(names)} not used (the grid's "
+                "--envs, --seeds, --preset, --algos, --modes name every run)"
+            )
+        for item in file_sets:
+            train_args += ["--set", item]
+    for item in args.set or []:
+        train_args += ["--set", item]
+    try:
+        spec = GridSpec(
+            envs=args.envs,
+            modes=args.modes,
+            algos=args.algos,
+            seeds=args.seeds,
+            preset=args.preset,
+            out=Path(args.out),
+            workers=args.parallel_runs,
+            attacks=args.attacks,
+            episodes=args.episodes,
+            eval_seed=args.eval_seed,
+            train_args=tuple(train_args),
+            eval_workers=args.eval_env_workers,
+            eval_num_envs=args.eval_num_envs,
+            evaluate=not args.no_eval,
+            backend=args.backend,
+            cpus_per_run=args.cpus_per_run,
+            appendix_attacks=appendix_attacks,
+            xi_sweep=xi_sweep,
+        )
+        if args.dry_run:
+            from robustsafe.experiments.compute import format_cost
+
+            plan = plan_grid(spec)
+            print(format_plan(plan))
+            print(format_cost(spec, plan))
+            return 0
+        with _sigterm_as_interrupt():
+            results = run_grid(spec)
+    except (ValueError, RuntimeError) as err:
+        raise CLIError(str(err)) from None
+    except KeyboardInterrupt:
+        print(
+            "robustsafe grid: interrupted; the trainings and evaluations it started were stopped "
+            "(their saved epochs are kept). Run the same command again to resume.",
+            file=sys.stderr,
+        )
+        return 130
+    print(format_results(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C inside the block, so that a ``kill`` of the grid also stops the
+    processes it started instead of leaving them running on their own."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.appendix import write_appendix
+    from robustsafe.experiments.table import collect_table, format_markdown, write_tables
+
+    runs = Path(args.runs_dir)
+    prefix = Path(args.out) if args.out else runs / "table"
+    try:
+        table = collect_table(runs)
+        print(format_markdown(table))
+        paths = write_tables(runs, prefix, table=table)
+        if not args.no_appendix:
+            paths += write_appendix(runs, prefix, table=table)
+    except (FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.report import write_report
+
+    try:
+        page, notes = write_report(args.runs_dir, args.out)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    for note in notes:
+        print(f"note: {note}")
+    print(f"written: {page}")
+    return 0
+
+
+def add_grid(sub: argparse._SubParsersAction) -> None:
+    g = sub.add_parser(
+        "grid",
+        help="train and evaluate every (env, mode, seed) combination, resumably",
+        description="Train and evaluate every (env, learner, mode, seed) combination, "
+        "resumably. Each run's settings, later ones winning: the --preset, then the --config "
+        "file, then --set KEY=VALUE, then --epochs / --total-steps.",
+    )
+    g.add_argument("--envs", required=True, help="comma-separated env ids")
+    g.add_argument("--modes", default="vanilla", help="comma-separated training modes")
+    g.add_argument(
+        "--algos",
+        default="ppol",
+        help="comma-separated learners: ppol, focops, sac-lag, sac-lag:ALPHA (entropy weight), "
+        "cvpo",
+    )
+    g.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
+    g.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS, help="settings preset")
+    g.add_argument("--out", default="runs/grid", help="root of the run directories")
+    add_renamed_option(
+        g,
+        "--parallel-runs",
+        "--workers",
+        type=int,
+        default=1,
+        help="runs (trainings, evaluations) at a time: 1 on 2 cores, each training already uses "
+        "2 env workers; local backend only",
+    )
+    g.add_argument(
+        "--attacks", default="none,random,mad,amad,mc,mr", help="attackers of each evaluation"
+    )
+    g.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
+    g.add_argument("--eval-seed", type=int, default=0, help="seed of the evaluation episodes")
+    add_renamed_option(
+        g,
+        "--eval-env-workers",
+        "--eval-workers",
+        type=int,
+        default=2,
+        help="env subprocesses of each evaluation (evaluate --env-workers)",
+    )
+    g.add_argument(
+        "--eval-num-envs",
+        type=int,
+        default=10,
+        help="envs of each evaluation (evaluate --num-envs)",
+    )
+    g.add_argument("--no-eval", action="store_true", help="train only")
+    g.add_argument(
+        "--backend",
+        default="local",
+        choices=("local", "ray"),
+        help="local: subprocesses here; ray: tasks on the Ray cluster of RAY_ADDRESS (no shared "
+        "disk needed: results come back to --out), as many at once as its CPUs allow",
+    )
+    g.add_argument(
+        "--cpus-per-run",
+        type=int,
+        default=2,
+        help="CPUs a Ray task asks for; Ray runs CPUs // this at once",
+    )
+    g.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan, and each run's env steps and expected wall time (the compute "
+        "model), and stop",
+    )
+    g.add_argument(
+        "--appendix",
+        action="store_true",
+        help="also the appendix's evaluations: minr and mix:0.25,0.5,0.75 for vanilla, adv-mc, "
+        "adv-mr (RUN/eval-appendix.json) and AMAD over xi for vanilla (RUN/eval-xi.json)",
+    )
+    g.add_argument(
+        "--appendix-attacks", help="the extra attackers (default with --appendix: minr,mix:...)"
+    )
+    g.add_argument(
+        "--xi-sweep", help="AMAD's xi values (default with --appendix: 0.05,0.1,0.2,0.3,0.5,0.75)"
+    )
+    g.add_argument("--epochs", type=int, help="epochs per run (default: the preset's)")
+    g.add_argument(
+        "--total-steps", type=int, help="env steps per run (default: the preset's epochs)"
+    )
+    g.add_argument(
+        "--config",
+        metavar="FILE.yaml",
+        help="settings of every run from a YAML file in the format of a run's config.yaml (any "
+        "subset of its keys; its env_id, seed, preset, algo and robust.mode are the grid's own "
+        "options and are not used) (default: none)",
+    )
+    g.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="setting override of every run; repeatable (default: none)",
+    )
+    g.set_defaults(func=cmd_grid)
+
+
+def add_table(sub: argparse._SubParsersAction) -> None:
+    tb = sub.add_parser("table", help="the paper's Table 1 from a directory of evaluations")
+    tb.add_argument("runs_dir", help="directory searched for eval.json files")
+    tb.add_argument("--out", help="output prefix (default: RUNS_DIR/table): .md, .csv, .tex")
+    tb.add_argument(
+        "--no-appendix",
+        action="store_true",
+        help="Table 1 only (default: also PREFIX-appendix, -minr, -mix and -amad-xi files)",
+    )
+    tb.set_defaults(func=cmd_table)
+
+
+def add_report(sub: argparse._SubParsersAction) -> None:
+    rp = sub.add_parser(
+        "report",
+        help="one self-contained HTML page of a grid: tables, figures, videos, runs, settings",
+    )
+    rp.add_argument("runs_dir", help="directory of run directories (as robustsafe grid writes)")
+    rp.add_argument("--out", help="HTML file (default: RUNS_DIR/report.html)")
+    rp.set_defaults(func=cmd_report)

@@ -1,0 +1,187 @@
+"""``robustsafe plot`` (training curves, Figure 2) and ``robustsafe xi-sweep`` (AMAD over xi)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from robustsafe.cli._common import CLIError, add_env_workers_option
+
+
+def cmd_xi_sweep(args: argparse.Namespace) -> int:
+    import torch
+
+    from robustsafe.agent import load_agent
+    from robustsafe.envs import VectorEnv
+    from robustsafe.evaluate import write_json_atomic
+    from robustsafe.experiments.xi_sweep import (
+        XI_EVAL_NAME,
+        XI_FORMAT,
+        evaluate_xi_sweep,
+        parse_xis,
+    )
+
+    torch.set_num_threads(1)
+    try:
+        agent = load_agent(args.run)
+        xis = parse_xis(args.xi)
+    except (FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+    if args.episodes < 1:
+        raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    eps = args.eps if args.eps is not None else agent.config.robust.epsilon
+    try:
+        vec = VectorEnv(
+            agent.config.env_id,
+            min(args.num_envs, args.episodes),
+            seed=args.seed,
+            workers=args.env_workers,
+            env_kwargs=agent.config.env_kwargs,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    try:
+        results = evaluate_xi_sweep(
+            agent,
+            vec,
+            xis,
+            eps,
+            episodes=args.episodes,
+            seed=args.seed,
+            attack_seed=args.attack_seed,
+            attack_space=args.attack_space,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    finally:
+        vec.close()
+    run = Path(args.run)
+    out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / XI_EVAL_NAME
+    payload = {
+        "format": XI_FORMAT,
+        "agent": str(args.run),
+        "env_id": agent.config.env_id,
+        "agent_epoch": agent.epoch,
+        "train_algo": agent.config.algo,
+        "train_alpha": agent.config.sac.alpha if agent.config.algo == "sac-lag" else None,
+        "train_mode": agent.config.robust.mode,
+        "train_seed": agent.config.seed,
+        "train_preset": agent.config.preset,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "attack_seed": args.attack_seed,
+        "actions": "deterministic (mean)",
+        "epsilon_space": args.attack_space,
+        "epsilon": eps,
+        "xi_values": xis,
+        "results": results,
+    }
+    write_json_atomic(out, payload)
+    for r in results:
+        label = r["attack"] + (f" xi {r['xi']:g}" if "xi" in r else "")
+        print(
+            f"{label:<14} reward {r['reward_mean']:8.2f} ± {r['reward_std']:6.2f}   "
+            f"cost {r['cost_mean']:7.2f} ± {r['cost_std']:6.2f}"
+        )
+    print(f"written to {out}")
+    return 0
+
+
+def _figure_prefix(out: str) -> Path:
+    """``--out fig``, ``fig.png`` or ``fig.pdf``: the prefix of fig.png, fig.pdf, fig.csv."""
+    path = Path(out)
+    return path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
+
+
+def cmd_plot_curves(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.plots import load_training_run, write_curves_figure
+
+    try:
+        runs = [load_training_run(r) for r in args.runs]
+        paths, notes = write_curves_figure(runs, _figure_prefix(args.out), args.smooth)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    for note in notes:
+        print(f"note: {note}")
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_plot_sweep(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.plots import load_sweep_file, write_sweep_figure
+
+    attacks = None
+    if args.attacks:
+        attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    try:
+        runs = [load_sweep_file(f) for f in args.files]
+        paths = write_sweep_figure(runs, _figure_prefix(args.out), attacks, args.cost_limit)
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def add_xi_sweep(sub: argparse._SubParsersAction) -> None:
+    xs = sub.add_parser(
+        "xi-sweep", help="AMAD at several xi against MAD (the appendix's MAD/AMAD figure)"
+    )
+    xs.add_argument("--run", required=True, help="run directory or agent .pt file")
+    xs.add_argument("--xi", default="0.05,0.1,0.2,0.3,0.5,0.75", help="fractions attacked")
+    xs.add_argument("--eps", type=float, help="epsilon (default: the run's robust.epsilon)")
+    xs.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
+    xs.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
+    xs.add_argument(
+        "--attack-seed", type=int, default=0, help="seed of the attackers' random numbers"
+    )
+    xs.add_argument(
+        "--attack-space",
+        default="raw",
+        choices=("raw", "normalized"),
+        help="units of epsilon: raw observations (paper) or normaliser std",
+    )
+    xs.add_argument("--out", help="JSON file (default: RUN/eval-xi.json)")
+    xs.add_argument("--num-envs", type=int, default=10, help="parallel environments")
+    add_env_workers_option(xs, default=2)
+    xs.set_defaults(func=cmd_xi_sweep)
+
+
+def add_plot(sub: argparse._SubParsersAction) -> None:
+    pl = sub.add_parser("plot", help="figures: training curves, reward/cost against epsilon")
+    pl_sub = pl.add_subparsers(dest="plot_command", required=True)
+    pc = pl_sub.add_parser(
+        "curves",
+        help="training curves (reward, cost, lambda, epsilon) of run directories; the seeds "
+        "of one (env, learner, mode, preset) as mean and band",
+    )
+    pc.add_argument("runs", nargs="+", metavar="RUN", help="run directories (metrics.csv)")
+    pc.add_argument(
+        "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
+    )
+    pc.add_argument(
+        "--smooth",
+        type=int,
+        default=1,
+        help="average each seed over the last N epochs before the mean and band (1: none)",
+    )
+    pc.set_defaults(func=cmd_plot_curves)
+    ps = pl_sub.add_parser(
+        "sweep",
+        help="the paper's Figure 2: reward and cost against epsilon per attacker, from "
+        "`robustsafe evaluate --eps START:STOP:COUNT --out X.json` files (seeds as bands)",
+    )
+    ps.add_argument("files", nargs="+", metavar="EVAL.json", help="evaluation sweep files")
+    ps.add_argument(
+        "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
+    )
+    ps.add_argument(
+        "--attacks",
+        help="comma-separated attackers to draw (default: all evaluated), e.g. "
+        "random,mad,amad,mc,mr",
+    )
+    ps.add_argument(
+        "--cost-limit",
+        type=float,
+        help="the cost limit line (default: the one the files record, else 5)",
+    )
+    ps.set_defaults(func=cmd_plot_sweep)

@@ -1,0 +1,251 @@
+"""``robustsafe train``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import replace
+from pathlib import Path
+
+from robustsafe.cli._common import CLIError, add_env_workers_option
+from robustsafe.config import PRESETS, TrainConfig, resolve
+
+# The --preset of train and grid when none is given: the quickstart's.
+DEFAULT_PRESET = "fast"
+
+# Defaults of the train options that name a run; None in the parser, so that a resume can
+# tell an option the user gave from one left out.
+_TRAIN_DEFAULTS = {
+    "env": "SafetyCarRun-v0",
+    "seed": 0,
+    "preset": DEFAULT_PRESET,
+    "mode": "vanilla",
+    "algo": "ppol",
+}
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from robustsafe.runstate import RunLockedError
+    from robustsafe.train import train
+
+    cfg, out = train_settings(args)
+    if not args.resume:
+        from robustsafe.envs import make
+
+        try:  # fail fast, with the list of valid ids, on a bad --env
+            make(cfg.env_id).close()
+        except ValueError as err:
+            raise CLIError(str(err)) from None
+    try:
+        train(cfg, out, resume=args.resume, progress=not args.no_progress, force=args.force)
+    except (FileExistsError, FileNotFoundError, ValueError, RunLockedError) as err:
+        raise CLIError(str(err)) from None
+    print(f"run saved in {out}")
+    return 0
+
+
+def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
+    """The settings and the run directory of ``robustsafe train ARGS``; starts nothing.
+
+    A new run: the preset, then the ``--config`` file, then the options (``--env-workers``,
+    ``--num-envs``, ``--obs-norm``, then ``--set``, then ``--epochs`` / ``--total-steps``); the
+    run-naming values (env, seed, preset, mode, algo) likewise: default < file < option. A
+    resume: the run's saved settings, with only the length changed. Raises CLIError.
+    """
+    from robustsafe.rundir import load_settings_file
+    from robustsafe.train import load_run_config
+
+    file_named: dict = {}
+    file_sets: list[str] = []
+    if args.config is not None:
+        try:
+            file_named, file_sets = load_settings_file(args.config)
+        except (ValueError, FileNotFoundError) as err:
+            raise CLIError(str(err)) from None
+    given = {k: getattr(args, k) for k in _TRAIN_DEFAULTS if getattr(args, k) is not None}
+    named = {**_TRAIN_DEFAULTS, **file_named, **given}  # preset < --config FILE < options
+    learner = "" if named["algo"] == "ppol" else f"{named['algo']}-"
+    out = (
+        Path(args.out)
+        if args.out
+        else Path("runs")
+        / named["env"]
+        / f"{learner}{named['mode'].replace(':', '')}-{named['preset']}-seed{named['seed']}"
+    )
+    try:
+        if args.resume:  # continue with the saved settings; only the length may change
+            if not (out / "state.pt").exists():
+                raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
+            cfg = load_run_config(out)
+            conflicts = _resume_conflicts(cfg, args, given, file_named, file_sets)
+            if conflicts:
+                raise ValueError(
+                    f"cannot resume {out}: " + "; ".join(conflicts) + ". A resume keeps the "
+                    "run's saved settings (only --epochs / --total-steps may change): drop these "
+                    "options, or train a new run in another --out"
+                )
+            if args.epochs is not None:
+                cfg = replace(cfg, epochs=args.epochs)
+            elif args.total_steps is not None:
+                cfg = replace(cfg, epochs=max(1, math.ceil(args.total_steps / cfg.steps_per_epoch)))
+        else:
+            if file_sets:  # the file's own errors name the file
+                from robustsafe.config import apply_sets, preset
+
+                base = preset(named["env"], named["preset"], mode=named["mode"], algo=named["algo"])
+                try:
+                    apply_sets(base, file_sets)
+                except ValueError as err:
+                    raise ValueError(f"--config {args.config}: {err}") from None
+            cfg = resolve(
+                named["env"],
+                named["preset"],
+                mode=named["mode"],
+                algo=named["algo"],
+                seed=named["seed"],
+                workers=args.env_workers,
+                num_envs=args.num_envs,
+                obs_norm=args.obs_norm,
+                sets=args.set or [],
+                epochs=args.epochs,
+                total_steps=args.total_steps,
+                file_sets=file_sets,
+            )
+    except (ValueError, FileNotFoundError) as err:
+        raise CLIError(str(err)) from None
+    return cfg, out
+
+
+def _resume_conflicts(
+    saved: TrainConfig,
+    args: argparse.Namespace,
+    given: dict,
+    file_named: dict | None = None,
+    file_sets: list[str] | None = None,
+) -> list[str]:
+    """The options of a resume (and the values of its --config file) that ask for other
+    settings than the run's saved ones."""
+    from robustsafe.config import apply_sets
+
+    saved_values = {
+        "env": saved.env_id,
+        "seed": saved.seed,
+        "preset": saved.preset,
+        "mode": saved.robust.mode,
+        "algo": saved.algo,
+        "env_workers": saved.workers,
+        "num_envs": saved.num_envs,
+    }
+    asked = {**given, "env_workers": args.env_workers, "num_envs": args.num_envs}
+    out = [
+        f"--{k.replace('_', '-')} {v} (saved: {saved_values[k]})"
+        for k, v in asked.items()
+        if v is not None and v != saved_values[k]
+    ]
+    out += [
+        f"--config {args.config}: {k} {v} (saved: {saved_values[k]})"
+        for k, v in (file_named or {}).items()
+        if k not in given and v != saved_values[k]
+    ]
+    if args.obs_norm and not saved.obs_normalization:
+        out.append("--obs-norm (saved: no normaliser)")
+    items = [(f"--config {args.config}: ", i) for i in file_sets or []]
+    items += [("--set ", i) for i in args.set or []]
+    for label, item in items:
+        try:
+            changed = apply_sets(saved, [item]) != saved
+        except ValueError as err:
+            out.append(f"{label}{item} ({err})")
+            continue
+        if changed:
+            key = item.split("=", 1)[0]
+            out.append(f"{label}{item} (saved: {key}={_setting(saved, key)!r})")
+    return out
+
+
+def _setting(cfg: TrainConfig, key: str) -> object:
+    node: object = cfg
+    for part in key.split("."):
+        node = getattr(node, part)
+    return node
+
+
+# The learners of ``--algo``, in --help: every name of ``robustsafe.config.ALGOS`` (which is what
+# train checks the name against) with a few words on it. A new learner: add its name to
+# ``config.ALGOS`` and its words here.
+LEARNERS = {
+    "ppol": "PPO-Lagrangian, PID multiplier",
+    "focops": "FOCOPS",
+    "sac-lag": "SAC-Lagrangian",
+    "cvpo": "CVPO",
+}
+
+
+def add_train(sub: argparse._SubParsersAction) -> None:
+    from robustsafe.config import ALGOS
+
+    d = _TRAIN_DEFAULTS
+    t = sub.add_parser(
+        "train",
+        help="train a safe RL agent (" + ", ".join(LEARNERS.get(a, a) for a in ALGOS) + ")",
+        description="Train a safe RL agent. Settings, later ones winning: the --preset, then "
+        "the --config file, then the options below (--env-workers, --num-envs, --obs-norm, "
+        "--set KEY=VALUE, --epochs / --total-steps).",
+    )
+    t.add_argument("--env", help=f"environment id (default: {d['env']})")
+    t.add_argument(
+        "--algo",
+        help=f"learner (default: {d['algo']}): "
+        + ", ".join(f"{a} ({LEARNERS.get(a, a)})" for a in ALGOS),
+    )
+    t.add_argument("--seed", type=int, help=f"seed (default: {d['seed']})")
+    t.add_argument("--preset", choices=PRESETS, help=f"settings preset (default: {d['preset']})")
+    t.add_argument(
+        "--mode",
+        help=f"training mode (default: {d['mode']}): vanilla, random, adv-mc, adv-mr, "
+        "adv-mix:W, sa-mad, sa-mc, sa-mr",
+    )
+    t.add_argument(
+        "--config",
+        metavar="FILE.yaml",
+        help="settings from a YAML file in the format of a run's config.yaml (any subset of "
+        "its keys); they replace the preset's, and the options on the command line replace "
+        "the file's (default: none)",
+    )
+    t.add_argument(
+        "--total-steps",
+        type=int,
+        help="environment steps, rounded up to whole epochs (default: the preset's epochs)",
+    )
+    t.add_argument(
+        "--epochs",
+        type=int,
+        help="number of epochs, instead of --total-steps (default: the preset's)",
+    )
+    t.add_argument(
+        "--out",
+        help="run directory (default: runs/ENV/[ALGO-]MODE-PRESET-seedSEED; no ALGO- for ppol)",
+    )
+    t.add_argument("--resume", action="store_true", help="continue the run in --out")
+    t.add_argument(
+        "--force",
+        action="store_true",
+        help="new run: delete the run files already in --out (config.yaml, metrics.csv, "
+        "agent.pt, state.pt, checkpoints/, tb/, eval.json) and start over; --resume: go on "
+        "even though metrics.csv is missing",
+    )
+    add_env_workers_option(
+        t,
+        help="subprocesses stepping the environments, 0: in this process (default: the "
+        "preset's, 2)",
+    )
+    t.add_argument("--num-envs", type=int, help="parallel environments (default: the preset's, 20)")
+    t.add_argument("--obs-norm", action="store_true", help="observation normaliser (off: paper)")
+    t.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. ppo.actor_lr=1e-3; repeatable (default: none)",
+    )
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train)

@@ -1,0 +1,264 @@
+"""What a new user meets first: --help with every default, --version, --config FILE.yaml with
+--set on top, one option name per concept (old spellings warn), and env ids checked up front."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+import robustsafe
+from robustsafe.cli import build_parser, main
+from robustsafe.cli._common import CLIError
+from robustsafe.cli.train import DEFAULT_PRESET, train_settings
+from robustsafe.config import preset, to_dict
+from robustsafe.rundir import load_run_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------- --help
+
+
+def _parsers(parser: argparse.ArgumentParser, name: str = "robustsafe"):
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from _parsers(sub, f"{name} {sub_name}")
+
+
+def test_help_of_every_command_shows_every_default():
+    parsers = dict(_parsers(build_parser()))
+    assert {"robustsafe train", "robustsafe grid", "robustsafe plot sweep"} <= set(parsers)
+    missing = []
+    for name, parser in parsers.items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction | argparse._VersionAction):
+                continue
+            if isinstance(action, argparse._SubParsersAction) or not action.option_strings:
+                continue
+            if action.required or action.nargs == 0:  # flags: off unless given
+                continue
+            text = formatter._expand_help(action) if action.help else ""
+            if "deprecated spelling" in text:
+                continue
+            if "default" not in text:
+                missing.append(f"{name} {action.option_strings[0]}: {text!r}")
+    assert not missing, "options whose --help names no default:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize(
+    "command,expected",
+    [
+        ("evaluate", ["--episodes EPISODES", "(default: 50)", "(default: 0.05)"]),
+        ("train", [f"(default: {DEFAULT_PRESET})", "(default: SafetyCarRun-v0)"]),
+        ("grid", ["(default: runs/grid)", "(default: 1)"]),
+    ],
+)
+def test_help_text_prints_the_defaults(command, expected, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    out = re.sub(r"\s+", " ", capsys.readouterr().out)  # argparse wraps lines
+    for piece in expected:
+        assert piece in out
+
+
+# ----------------------------------------------------------------------------- --version
+
+
+def test_version_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"robustsafe {robustsafe.__version__}\n"
+    # the one version: pyproject.toml's (what package metadata carries)
+    text = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^version = "([^"]+)"', text, re.M).group(1) == robustsafe.__version__
+
+
+# ----------------------------------------------------------------------------- --config
+
+
+def _settings(*argv: str):
+    return train_settings(build_parser().parse_args(["train", *argv]))
+
+
+def test_config_file_precedence_preset_then_file_then_options(tmp_path):
+    base = preset("SafetyCarRun-v0", DEFAULT_PRESET)
+    file = tmp_path / "settings.yaml"
+    file.write_text(
+        yaml.safe_dump(
+            {
+                "env_id": "SafetyCarCircle-v0",
+                "seed": 4,
+                "epochs": 7,
+                "workers": 2,
+                "ppo": {"actor_lr": 0.002, "hidden": [16, 16]},
+                "robust": {"mode": "adv-mc", "epsilon": 0.03},
+            }
+        )
+    )
+    cfg, out = _settings("--config", str(file))
+    circle = preset("SafetyCarCircle-v0", DEFAULT_PRESET, mode="adv-mc")
+    # the file replaces the preset's values ...
+    assert (cfg.env_id, cfg.seed, cfg.robust.mode) == ("SafetyCarCircle-v0", 4, "adv-mc")
+    assert (cfg.epochs, cfg.ppo.actor_lr, cfg.ppo.hidden) == (7, 0.002, (16, 16))
+    assert cfg.robust.epsilon == 0.03
+    assert cfg.steps_per_epoch == circle.steps_per_epoch  # ... and keeps the others
+    assert cfg.ppo.critic_lr == base.ppo.critic_lr
+    assert out == Path("runs/SafetyCarCircle-v0") / f"adv-mc-{DEFAULT_PRESET}-seed4"
+    # ... and the command line replaces the file's
+    cfg, out = _settings(
+        "--config",
+        str(file),
+        "--env",
+        "SafetyCarRun-v0",
+        "--seed",
+        "1",
+        "--set",
+        "ppo.actor_lr=0.003",
+        "--epochs",
+        "2",
+        "--env-workers",
+        "0",
+    )
+    assert (cfg.env_id, cfg.seed, cfg.robust.mode) == ("SafetyCarRun-v0", 1, "adv-mc")
+    assert (cfg.epochs, cfg.ppo.actor_lr, cfg.workers) == (2, 0.003, 0)
+    assert cfg.ppo.hidden == (16, 16) and cfg.robust.epsilon == 0.03
+    assert cfg.steps_per_epoch == base.steps_per_epoch  # CarRun's preset under the file
+
+
+def test_a_run_config_yaml_as_config_gives_the_same_settings(tmp_path, toy_env_id):
+    from tiny_config import tiny_config
+
+    from robustsafe.rundir import write_text_atomic
+
+    run = tmp_path / "run"
+    run.mkdir()
+    write_text_atomic(run / "config.yaml", yaml.safe_dump(to_dict(tiny_config(toy_env_id))))
+    saved = load_run_config(run)
+    cfg, _ = _settings("--config", str(run / "config.yaml"), "--out", str(tmp_path / "b"))
+    assert cfg == saved
+
+
+def test_config_file_errors_are_one_line_and_loading_runs_no_code(tmp_path, capsys):
+    def error(text: str) -> str:
+        file = tmp_path / "s.yaml"
+        file.write_text(text)
+        assert main(["train", "--config", str(file), "--out", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("robustsafe train: error: ")
+        return err
+
+    assert "unknown setting 'ppo.nope'" in error("ppo:\n  nope: 1\n")
+    assert "unknown setting 'learning_rate'" in error("learning_rate: 0.1\n")
+    assert "ppo is a group of settings" in error("ppo: 3\n")
+    assert "expected a mapping" in error("- 1\n- 2\n")
+    assert "actor_lr" in error("ppo:\n  actor_lr: fast\n")
+    marker = tmp_path / "pwned"
+    assert "not valid YAML" in error(f'!!python/object/apply:os.system ["touch {marker}"]\n')
+    assert not marker.exists()
+    assert main(["train", "--config", str(tmp_path / "none.yaml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_resume_with_a_config_that_changes_settings_is_refused(toy_run_dir, tmp_path):
+    file = tmp_path / "s.yaml"
+    file.write_text("ppo:\n  actor_lr: 0.5\n")
+    with pytest.raises(CLIError, match=r"cannot resume .*--config .*ppo.actor_lr=0.5"):
+        _settings("--resume", "--out", str(toy_run_dir), "--config", str(file))
+
+
+@pytest.fixture
+def toy_run_dir(tmp_path, toy_env_id):
+    from tiny_config import tiny_config
+
+    from robustsafe.train import train
+
+    return train(tiny_config(toy_env_id), tmp_path / "run", progress=False)
+
+
+def test_grid_config_file_then_set_then_epochs(tmp_path, capsys):
+    file = tmp_path / "s.yaml"
+    file.write_text("env_id: SafetyCarCircle-v0\nepochs: 3\nppo:\n  actor_lr: 0.002\n")
+    grid = ["grid", "--envs", "SafetyCarRun-v0", "--out", str(tmp_path / "g"), "--dry-run"]
+    assert main([*grid, "--config", str(file)]) == 0
+    out = capsys.readouterr().out
+    assert "env_id not used" in out
+    steps = preset("SafetyCarRun-v0", DEFAULT_PRESET).steps_per_epoch
+    assert f"{3 * steps:,}" in out  # the file's epochs, CarRun (the grid's env) steps
+    assert main([*grid, "--config", str(file), "--epochs", "2"]) == 0
+    assert f"{2 * steps:,}" in capsys.readouterr().out
+    file.write_text("nope: 1\n")
+    assert main([*grid, "--config", str(file)]) == 2
+    assert "unknown setting 'nope'" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- renamed options
+
+
+@pytest.mark.parametrize(
+    "argv,dest,value,new",
+    [
+        (["train", "--workers", "0"], "env_workers", 0, "--env-workers"),
+        (["evaluate", "--workers", "3"], "env_workers", 3, "--env-workers"),
+        (["fit-critics", "--workers", "3"], "env_workers", 3, "--env-workers"),
+        (["xi-sweep", "--run", "r", "--workers", "3"], "env_workers", 3, "--env-workers"),
+        (["grid", "--envs", "X-v0", "--workers", "2"], "parallel_runs", 2, "--parallel-runs"),
+        (["grid", "--envs", "X-v0", "--eval-workers", "0"], "eval_env_workers", 0, None),
+    ],
+)
+def test_old_option_spelling_maps_to_the_new_one_and_warns(argv, dest, value, new, capsys):
+    args = build_parser().parse_args(argv)
+    assert getattr(args, dest) == value
+    err = capsys.readouterr().err
+    old = next(a for a in argv if a.startswith("--") and "workers" in a)
+    new = new or "--eval-env-workers"
+    assert err.count("\n") == 1
+    assert f"warning: {old} is deprecated" in err and f"use {new}" in err
+    # the new spelling: same value, no warning
+    args = build_parser().parse_args([new if a == old else a for a in argv])
+    assert getattr(args, dest) == value and capsys.readouterr().err == ""
+
+
+def test_option_defaults_under_the_new_names():
+    p = build_parser()
+    assert p.parse_args(["grid", "--envs", "X-v0"]).parallel_runs == 1
+    assert p.parse_args(["grid", "--envs", "X-v0"]).eval_env_workers == 2
+    assert p.parse_args(["evaluate"]).env_workers == 2
+    assert p.parse_args(["train"]).env_workers is None  # the preset's
+
+
+# ----------------------------------------------------------------------------- env ids
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_grid_refuses_an_unknown_env_id_in_one_line(tmp_path, capsys, dry_run):
+    out = tmp_path / "g"
+    argv = ["grid", "--envs", "SafetyCarRun-v0,SafetyCarJump-v0", "--out", str(out)]
+    assert main(argv + (["--dry-run"] if dry_run else [])) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1
+    assert "unknown environment id 'SafetyCarJump-v0'" in captured.err
+    assert "SafetyCarRun-v0" in captured.err  # the valid ids are listed
+    assert not out.exists()
+
+
+def test_grid_dry_run_refuses_an_unimportable_env_module(tmp_path, capsys):
+    argv = ["grid", "--envs", "no_such_module:Toy-v0", "--out", str(tmp_path), "--dry-run"]
+    assert main(argv) == 2
+    assert "no_such_module" in capsys.readouterr().err
+
+
+def test_every_learner_has_its_words_in_train_help():
+    from robustsafe.cli.train import LEARNERS
+    from robustsafe.config import ALGOS
+
+    assert set(LEARNERS) == set(ALGOS)  # a new learner: its name in config.ALGOS, words here
