@@ -97,7 +97,8 @@ class StopTraining(Exception):
 
 class Snapshots:
     """Keeps the policy's state and the wall clock each time training passes a multiple of
-    ``every`` env steps (called after each policy update with the trainer's env step)."""
+    ``every`` env steps, and at the update that reaches ``max_env_steps``, where it stops the
+    training (called after each policy update with the trainer's env step)."""
 
     def __init__(self, folder: Path, every: int, max_env_steps: int | None) -> None:
         self.folder = folder
@@ -109,7 +110,10 @@ class Snapshots:
         self.log = (folder / "snapshots.jsonl").open("w")
 
     def __call__(self, env_step: int) -> None:
-        if self.policy is None or env_step < self.next:
+        if self.policy is None:
+            return
+        done = self.max_env_steps is not None and env_step >= self.max_env_steps
+        if env_step < self.next and not done:  # the last update always leaves a snapshot
             return
         wall = process_age()
         index = len(self.rows) + 1
@@ -119,7 +123,7 @@ class Snapshots:
         self.log.write(json.dumps(row) + "\n")
         self.log.flush()
         self.next = (env_step // self.every + 1) * self.every
-        if self.max_env_steps is not None and env_step >= self.max_env_steps:
+        if done:
             raise StopTraining
 
 

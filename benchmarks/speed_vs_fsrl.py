@@ -69,8 +69,9 @@ def fsrl_env() -> dict:
     return env
 
 
-def our_epochs(python: str, learner: str, max_env_steps: int) -> int:
-    """The epochs of ours' ``fast`` preset that reach ``max_env_steps`` (at most the preset's)."""
+def our_epochs(python: str, learner: str, max_env_steps: int) -> tuple[int, int]:
+    """Env steps per epoch of ours' ``fast`` preset, and the epochs that reach
+    ``max_env_steps`` (at most the preset's)."""
     code = (
         "from robustsafe.config import preset; "
         f"c = preset('{ENV}', 'fast', algo='{learner}'); print(c.steps_per_epoch, c.epochs)"
@@ -79,7 +80,7 @@ def our_epochs(python: str, learner: str, max_env_steps: int) -> int:
         [python, "-c", code], capture_output=True, text=True, env=ours_env(), cwd=ROOT, check=True
     )
     per_epoch, epochs = map(int, out.stdout.split())
-    return max(1, min(epochs, math.ceil(max_env_steps / per_epoch)))
+    return per_epoch, max(1, min(epochs, math.ceil(max_env_steps / per_epoch)))
 
 
 def run_logged(cmd: list[str], log: Path, env: dict) -> tuple[int, float]:
@@ -126,7 +127,7 @@ def ours_command(args, learner: str, seed: int, epochs: int) -> list[str]:
     return cmd
 
 
-def fsrl_command(args, learner: str, seed: int) -> list[str]:
+def fsrl_command(args, learner: str, seed: int, snapshot_every: int | None) -> list[str]:
     cmd = [
         str(Path(args.fsrl_venv) / "bin" / "python"),
         "benchmarks/fsrl_speed.py",
@@ -149,8 +150,9 @@ def fsrl_command(args, learner: str, seed: int) -> list[str]:
         "--out",
         str(Path(args.out) / "fsrl"),
     ]
-    if args.fsrl_snapshot_every:
-        cmd += ["--snapshot-every", str(args.fsrl_snapshot_every)]
+    every = args.fsrl_snapshot_every or snapshot_every
+    if every:
+        cmd += ["--snapshot-every", str(every)]
     for item in args.fsrl_set:
         cmd += ["--set", item]
     return cmd
@@ -332,8 +334,8 @@ Different, by design (each library with its own defaults):
 - **Settings.** Ours: the `fast` preset of `--algo LEARNER` (cost limit 5). FSRL: its example
   script's config class for the task (`Bullet1MCfg` for CarRun) with FSRL's defaults, among
   them cost limit 10 (the criterion still asks cost <= 5), 4 torch threads on this machine,
-  and FSRL's vector env (`ShmemVectorEnv`, one subprocess per env: 20 for PPOL/FOCOPS/CVPO,
-  2 for SAC-Lag, plus 2 test envs). Ours: 20 envs in 2 worker processes, 1 torch thread.
+  and FSRL's vector env (`ShmemVectorEnv`, one subprocess per env: 20 for PPOL/FOCOPS, 10 for
+  CVPO, 2 for SAC-Lag, plus 2 test envs). Ours: 20 envs in 2 worker processes, 1 torch thread.
 - **Work inside the clock.** FSRL's trainer runs its own 2-episode test after every FSRL
   epoch and logs to TensorBoard (its example logs to wandb instead; this benchmark uses FSRL's
   TensorBoard logger so that nothing goes over the network); ours writes metrics.csv,
@@ -348,7 +350,8 @@ Different, by design (each library with its own defaults):
   criterion by then is reported as "not within N steps", not as a time.
 - **Evaluation envs.** Ours: paired episodes (the same start states for every snapshot, any
   number of envs). FSRL: its collector on 10 subprocess envs reseeded before each evaluation;
-  repeated evaluations of one policy can differ by float noise (about 0.1 reward seen).
+  repeated evaluations of one policy differ slightly (0.1 reward over 20 episodes in a
+  check; more when there are fewer episodes than envs).
 - **Seeds.** The same seed numbers; FSRL seeds its agent (`seed_all`) and, as its example,
   not its training envs, so its runs are not bit-reproducible; ours are."""
 
@@ -375,7 +378,12 @@ def main() -> None:
         help="FSRL's scratch venv (default $FSRL_VENV or .fsrl-venv, relative to the repo root)",
     )
     p.add_argument("--python", default=sys.executable, help="RobustSafe's interpreter")
-    p.add_argument("--fsrl-snapshot-every", type=int, help="FSRL side's snapshot spacing")
+    p.add_argument(
+        "--fsrl-snapshot-every",
+        type=int,
+        help="FSRL side's snapshot spacing in env steps (default: one epoch of ours' preset "
+        "for the learner; fsrl_speed.py's default for a learner this checkout lacks)",
+    )
     p.add_argument(
         "--fsrl-set",
         action="append",
@@ -403,9 +411,9 @@ def main() -> None:
         freeze(args)
         ours_have = our_algos(args.python)
         for learner in args.learners:
-            epochs = None
+            epochs = per_epoch = None  # FSRL snapshots once per epoch of ours
             if learner in ours_have:
-                epochs = our_epochs(args.python, learner, args.max_env_steps)
+                per_epoch, epochs = our_epochs(args.python, learner, args.max_env_steps)
             else:
                 print(f"{learner}: not in this checkout's learners {ours_have}; FSRL only")
             for i, seed in enumerate(args.seeds):
@@ -416,7 +424,7 @@ def main() -> None:
                 if epochs is not None:
                     shutil.rmtree(Path(args.runs) / "ours" / f"{learner}-seed{seed}", True)
                     jobs.append(("ours", ours_command(args, learner, seed, epochs), ours_env()))
-                fsrl_job = ("fsrl", fsrl_command(args, learner, seed), fsrl_env())
+                fsrl_job = ("fsrl", fsrl_command(args, learner, seed, per_epoch), fsrl_env())
                 jobs = jobs + [fsrl_job] if ours_first else [fsrl_job] + jobs
                 for side, cmd, env in jobs:
                     rc, _ = run_logged(cmd, out / "logs" / f"{learner}-seed{seed}-{side}.log", env)
