@@ -14,7 +14,7 @@ process was launched (``wall_from_launch_s``: interpreter start and imports incl
 throughput measurement and the start of the evaluation envs excluded; a later seed in the same
 process counts the first one's launch overhead), the clock of the FSRL comparison
 (``benchmarks/speed_vs_fsrl.py``). ``train_cpu_s``: CPU seconds of the training, its env
-workers included, which the machine's load hardly changes.
+workers included (less sensitive to the machine's load than wall time).
 
     python benchmarks/ppol_benchmark.py --env SafetyCarRun-v0 --target-reward 500 --seeds 0 1 2
     python benchmarks/ppol_benchmark.py --algo focops --target-reward 500 --seeds 0

@@ -31,8 +31,9 @@ def process_age() -> float:
 
 def cpu_seconds() -> float:
     """User + system CPU seconds of this process and of its children that have ended (env
-    worker processes count once they are joined): a measure of work that the machine's load
-    hardly changes, unlike wall time."""
+    worker processes count once they are joined): a measure of work less sensitive to the
+    machine's load than wall time, though not immune (torch's idle threads spin when there
+    are more of them than free cores)."""
     import resource
 
     own = resource.getrusage(resource.RUSAGE_SELF)

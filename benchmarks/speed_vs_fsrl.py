@@ -281,8 +281,10 @@ def report(out: Path, driver_command: str | None) -> str:
         "update that produced the snapshot. Snapshots: ours one per epoch, FSRL's one per the "
         "same number of env steps (see Differences). Evaluation time is not counted. Train "
         "steps/s: env steps over the training's wall time; CPU s per 1k steps: the training's "
-        "user + system CPU, env worker processes included (the machine's load hardly changes "
-        "it; on 2 cores the wall time cannot be below half of it).",
+        "user + system CPU, env worker processes included (less sensitive to load than wall "
+        "time, but torch's threads spin when cores are short: FSRL's CVPO with 2 threads used "
+        "8x the CPU per step on a loaded machine; on 2 cores the wall time cannot be below "
+        "half of it).",
         "",
     ]
     if len(targets) > 1:
