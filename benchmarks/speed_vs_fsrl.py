@@ -313,7 +313,9 @@ def report(out: Path, driver_command: str | None) -> str:
             + ", ".join(f"{k} {v}" for k, v in versions.items())
             + " in a scratch venv (`bash benchmarks/setup_fsrl_venv.sh`; exact set: "
             "[fsrl_pip_freeze.txt](fsrl_pip_freeze.txt)); FSRL overrides: "
-            + (", ".join(" ".join(o) or "none" for o in sorted(overrides))),
+            + (", ".join(" ".join(o) or "none" for o in sorted(overrides)))
+            + ". "
+            + INSTALL,
             "",
         ]
     lines += ["## Commands", ""]
@@ -323,6 +325,13 @@ def report(out: Path, driver_command: str | None) -> str:
     lines += [DIFFERENCES, ""]
     return "\n".join(lines)
 
+
+INSTALL = (
+    "FSRL is on PyPI as `fast-safe-rl` (the name `fsrl` is not on PyPI); it pins "
+    "tianshou~=0.5.0, wandb~=0.14.0 and protobuf~=3.19.0, and runs here with numpy < 2 "
+    "(tianshou 0.5) and setuptools < 81 (wandb 0.14 imports pkg_resources): "
+    "benchmarks/fsrl_constraints.txt."
+)
 
 DIFFERENCES = """## Differences between the two measurements
 
