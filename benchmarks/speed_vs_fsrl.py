@@ -329,8 +329,8 @@ def report(out: Path, driver_command: str | None) -> str:
 INSTALL = (
     "FSRL is on PyPI as `fast-safe-rl` (the name `fsrl` is not on PyPI); it pins "
     "tianshou~=0.5.0, wandb~=0.14.0 and protobuf~=3.19.0, and runs here with numpy < 2 "
-    "(tianshou 0.5) and setuptools < 81 (wandb 0.14 imports pkg_resources): "
-    "benchmarks/fsrl_constraints.txt."
+    "and setuptools < 81 (FSRL imports wandb 0.14, which uses np.float_ and imports "
+    "pkg_resources): benchmarks/fsrl_constraints.txt. RobustSafe's side runs numpy 2."
 )
 
 DIFFERENCES = """## Differences between the two measurements
