@@ -363,6 +363,8 @@ Different, by design (each library with its own defaults):
   number of envs). FSRL: its collector on 10 subprocess envs reseeded before each evaluation;
   repeated evaluations of one policy differ slightly (0.1 reward over 20 episodes in a
   check; more when there are fewer episodes than envs).
+- **Python packages.** numpy 1.26.4 on FSRL's side (wandb 0.14, which FSRL imports, fails
+  with numpy 2), 2.4.6 on ours; each library's own other dependencies (tianshou 0.5.1 for FSRL).
 - **Seeds.** The same seed numbers; FSRL seeds its agent (`seed_all`) and, as its example,
   not its training envs, so its runs are not bit-reproducible; ours are."""
 
