@@ -1,0 +1,453 @@
+"""Issue 11's speed target: RobustSafe against FSRL, learner by learner, back to back.
+
+For each learner and seed, in a fresh process each, one after the other (the order alternates
+with the seed, ours first on the first seed, so that a drift of the machine's load does not
+always fall on the same library):
+
+- ours: ``benchmarks/ppol_benchmark.py --algo LEARNER`` (the ``fast`` preset), in this
+  interpreter, with this checkout first on ``PYTHONPATH``;
+- FSRL's: ``benchmarks/fsrl_speed.py --learner LEARNER`` in FSRL's scratch venv
+  (``--fsrl-venv``, default ``$FSRL_VENV`` or ``.fsrl-venv`` in the repository root, made by
+  ``benchmarks/setup_fsrl_venv.sh``), FSRL's example-script defaults for the task.
+
+Both train on the same task for at most ``--max-env-steps`` env steps, keep a snapshot per
+epoch of ours (FSRL: per the same number of env steps) with the wall time since the process
+was launched, then scan the snapshots in order for the first whose ``--episodes``
+deterministic episodes have mean reward >= ``--target-reward`` and mean cost <=
+``--cost-limit`` (a 10-episode screen first, the same on both sides). Then this script writes
+``OUT/README.md``: the table (ours vs FSRL), the commands, and FSRL's venv (``pip freeze``).
+
+    bash benchmarks/setup_fsrl_venv.sh
+    python benchmarks/speed_vs_fsrl.py --learners ppol focops sac-lag cvpo --seeds 0 1 2
+
+``--report-only`` rebuilds the README from the JSON files already in OUT (results of separate
+calls add up: one call per learner is fine). A learner that this checkout does not have (e.g.
+``cvpo`` before it lands) runs on FSRL's side only and is marked so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = "SafetyCarRun-v0"
+LEARNERS = ("ppol", "focops", "sac-lag", "cvpo")
+NAMES = {"ppol": "PPO-Lagrangian", "focops": "FOCOPS", "sac-lag": "SAC-Lagrangian", "cvpo": "CVPO"}
+
+
+def our_algos(python: str) -> tuple[str, ...]:
+    """The learners of this checkout's ``robustsafe train --algo``."""
+    out = subprocess.run(
+        [python, "-c", "from robustsafe.config import ALGOS; print(' '.join(ALGOS))"],
+        capture_output=True,
+        text=True,
+        env=ours_env(),
+        cwd=ROOT,
+        check=True,
+    )
+    return tuple(out.stdout.split())
+
+
+def ours_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def fsrl_env() -> dict:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)  # nothing of RobustSafe's on FSRL's side
+    return env
+
+
+def our_epochs(python: str, learner: str, max_env_steps: int) -> tuple[int, int]:
+    """Env steps per epoch of ours' ``fast`` preset, and the epochs that reach
+    ``max_env_steps`` (at most the preset's)."""
+    code = (
+        "from robustsafe.config import preset; "
+        f"c = preset('{ENV}', 'fast', algo='{learner}'); print(c.steps_per_epoch, c.epochs)"
+    )
+    out = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, env=ours_env(), cwd=ROOT, check=True
+    )
+    per_epoch, epochs = map(int, out.stdout.split())
+    return per_epoch, max(1, min(epochs, math.ceil(max_env_steps / per_epoch)))
+
+
+def run_logged(cmd: list[str], log: Path, env: dict) -> tuple[int, float]:
+    """Run ``cmd`` from the repository root, output to ``log``; returns (exit code, seconds)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print("$", shlex.join(cmd), f"> {log}", flush=True)
+    t0 = time.perf_counter()
+    with log.open("w") as f:
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT).returncode
+    dt = time.perf_counter() - t0
+    print(f"  exit {rc} after {dt:.0f} s", flush=True)
+    return rc, dt
+
+
+def ours_command(args, learner: str, seed: int, epochs: int) -> list[str]:
+    cmd = [
+        args.python,
+        "benchmarks/ppol_benchmark.py",
+        "--algo",
+        learner,
+        "--env",
+        ENV,
+        "--seeds",
+        str(seed),
+        "--scan-seeds",
+        str(seed),
+        "--target-reward",
+        f"{args.target_reward:g}",
+        "--cost-limit",
+        f"{args.cost_limit:g}",
+        "--episodes",
+        str(args.episodes),
+        "--epochs",
+        str(epochs),
+        "--raw-seconds",
+        "0",
+        "--runs",
+        str(Path(args.runs) / "ours" / f"{learner}-seed{seed}"),
+        "--results",
+        str(Path(args.out) / "ours" / f"{learner}-seed{seed}"),
+        "--zoo",
+        "",
+    ]
+    return cmd
+
+
+def fsrl_command(args, learner: str, seed: int, snapshot_every: int | None) -> list[str]:
+    cmd = [
+        str(Path(args.fsrl_venv) / "bin" / "python"),
+        "benchmarks/fsrl_speed.py",
+        "--learner",
+        learner,
+        "--env",
+        ENV,
+        "--seed",
+        str(seed),
+        "--target-reward",
+        f"{args.target_reward:g}",
+        "--cost-limit",
+        f"{args.cost_limit:g}",
+        "--episodes",
+        str(args.episodes),
+        "--max-env-steps",
+        str(args.max_env_steps),
+        "--runs",
+        str(Path(args.runs) / "fsrl"),
+        "--out",
+        str(Path(args.out) / "fsrl"),
+    ]
+    every = args.fsrl_snapshot_every or snapshot_every
+    if every:
+        cmd += ["--snapshot-every", str(every)]
+    for item in args.fsrl_set:
+        cmd += ["--set", item]
+    return cmd
+
+
+def freeze(args) -> None:
+    """FSRL's venv, exactly (``pip freeze``), next to the results."""
+    out = subprocess.run(
+        [str(Path(args.fsrl_venv) / "bin" / "python"), "-m", "pip", "freeze", "--all"],
+        capture_output=True,
+        text=True,
+        env=fsrl_env(),
+        check=True,
+    )
+    path = Path(args.out) / "fsrl_pip_freeze.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(out.stdout)
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def _ours(out: Path, learner: str, seed: int) -> dict | None:
+    path = out / "ours" / f"{learner}-seed{seed}" / f"{learner}_{ENV}.json"
+    if not path.exists():
+        return None
+    r = json.loads(path.read_text())
+    e = r["seeds"][0]
+    first = e["first_meeting_target"]
+    return {
+        "steps": first and first["env_steps"],
+        "wall": first and first.get("wall_from_launch_s"),
+        "reward": first and first["reward"],
+        "cost": first and first["cost"],
+        "final_reward": e["final"]["reward_mean"],
+        "final_cost": e["final"]["cost_mean"],
+        "trained": e["train_env_steps"],
+        "sps": e["train_steps_per_s"],
+        "cpu": e.get("train_cpu_s"),
+        "load": (r.get("load_average") or {}).get("start"),
+        "load_end": e.get("load_average_after_training"),
+        "command": r["command"],
+        "commit": r.get("git_commit"),
+        "target": r["target"],
+        "episodes": r["episodes"],
+    }
+
+
+def _fsrl(out: Path, learner: str, seed: int) -> dict | None:
+    path = out / "fsrl" / f"{learner}-seed{seed}.json"
+    if not path.exists():
+        return None
+    r = json.loads(path.read_text())
+    first = r["first_meeting_target"]
+    return {
+        "steps": first and first["env_steps"],
+        "wall": first and first["wall_from_launch_s"],
+        "reward": first and first["reward"],
+        "cost": first and first["cost"],
+        "final_reward": r["final"]["reward"],
+        "final_cost": r["final"]["cost"],
+        "trained": r["train"]["env_steps"],
+        "sps": r["train"]["steps_per_s"],
+        "cpu": r["train"].get("cpu_s"),
+        "load": r["load_average"]["start"],
+        "load_end": r["load_average"]["after_training"],
+        "command": r["command"],
+        "versions": r["versions"],
+        "target": r["target"],
+        "episodes": r["episodes"],
+        "overrides": r["fsrl_overrides"],
+    }
+
+
+def _cells(x: dict | None, missing: str) -> list[str]:
+    if x is None:
+        return [missing] + ["-"] * 6
+    first = x["steps"] is not None
+    load = lambda v: "/".join(f"{a:g}" for a in v[:1]) if v else "?"  # noqa: E731
+    return [
+        f"{x['steps']:,}" if first else f"not within {x['trained']:,}",
+        f"{x['wall']:.1f}" if first and x["wall"] is not None else ("?" if first else "-"),
+        f"{x['reward']:.1f} / {x['cost']:.2f}" if first else "-",
+        f"{x['final_reward']:.1f} / {x['final_cost']:.2f}",
+        f"{x['sps']:.0f}",
+        "?" if x["cpu"] is None else f"{1000 * x['cpu'] / x['trained']:.1f}",
+        f"{load(x['load'])} -> {load(x['load_end'])}",
+    ]
+
+
+def report(out: Path, driver_command: str | None) -> str:
+    found = sorted(
+        {
+            (p.parent.name.rsplit("-seed", 1)[0], int(p.parent.name.rsplit("-seed", 1)[1]))
+            for p in (out / "ours").glob("*-seed*/*.json")
+        }
+        | {
+            (p.stem.rsplit("-seed", 1)[0], int(p.stem.rsplit("-seed", 1)[1]))
+            for p in (out / "fsrl").glob("*-seed*.json")
+        },
+        key=lambda k: (LEARNERS.index(k[0]) if k[0] in LEARNERS else 99, k[1]),
+    )
+    rows, commands, versions, targets, overrides = [], [], None, set(), set()
+    ratio: dict[str, list[float]] = {}
+    for learner, seed in found:
+        o, f = _ours(out, learner, seed), _fsrl(out, learner, seed)
+        for side, x in (("RobustSafe", o), ("FSRL", f)):
+            miss = "not in this checkout" if side == "RobustSafe" else "not run"
+            rows.append(f"| {learner} | {seed} | {side} | " + " | ".join(_cells(x, miss)) + " |")
+            if x is not None:  # FSRL's runs in its venv (--fsrl-venv, default .fsrl-venv)
+                prefix = ".fsrl-venv/bin/" if side == "FSRL" else ""
+                commands.append(prefix + x["command"])
+                targets.add((x["target"]["reward"], x["target"]["cost"], x["episodes"]))
+        if f is not None:
+            versions = f["versions"]
+            overrides.add(tuple(f["overrides"]))
+        if o and f and o["wall"] and f["wall"]:
+            ratio.setdefault(learner, []).append(o["wall"] / f["wall"])
+    (tr, tc, te) = sorted(targets)[0] if targets else (500, 5, 50)
+    lines = [
+        "# Speed against FSRL (issue 11): wall clock to the first target evaluation",
+        "",
+        f"Task {ENV}. Criterion: the first snapshot whose {te} deterministic episodes have mean "
+        f"reward >= {tr:g} and mean cost <= {tc:g}; time from the launch of the training "
+        "process (interpreter start, imports and env start-up included) to the end of the "
+        "update that produced the snapshot. Snapshots: ours one per epoch, FSRL's one per the "
+        "same number of env steps (see Differences). Evaluation time is not counted. Train "
+        "steps/s: env steps over the training's wall time; CPU s per 1k steps: the training's "
+        "user + system CPU, env worker processes included (less sensitive to load than wall "
+        "time, but torch's threads spin when cores are short: FSRL's CVPO with 2 threads used "
+        "8x the CPU per step on a loaded machine; on 2 cores the wall time cannot be below "
+        "half of it).",
+        "",
+    ]
+    if len(targets) > 1:
+        lines += [f"**Warning: the results mix criteria {sorted(targets)}.**", ""]
+    lines += [
+        "| learner | seed | library | env steps to criterion | wall s from launch | "
+        "reward / cost at criterion | final reward / cost | train steps/s | "
+        "train CPU s per 1k steps | load avg (1 min) start -> end of training |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+    if ratio:
+        lines.append("Ours over FSRL's wall clock to the criterion (below 1: ours is faster):")
+        lines.append("")
+        for learner, v in ratio.items():
+            lines.append(
+                f"- {learner}: "
+                + ", ".join(f"{x:.2f}" for x in v)
+                + f" (geometric mean {math.exp(sum(map(math.log, v)) / len(v)):.2f})"
+            )
+        lines.append("")
+    if versions:
+        lines += [
+            "FSRL's side: "
+            + ", ".join(f"{k} {v}" for k, v in versions.items())
+            + " in a scratch venv (`bash benchmarks/setup_fsrl_venv.sh`; exact set: "
+            "[fsrl_pip_freeze.txt](fsrl_pip_freeze.txt)); FSRL overrides: "
+            + (", ".join(" ".join(o) or "none" for o in sorted(overrides)))
+            + ". "
+            + INSTALL,
+            "",
+        ]
+    lines += ["## Commands", ""]
+    if driver_command:
+        lines += ["The driver:", "", "```", driver_command, "```", ""]
+    lines += ["Each run (one process each):", "", "```", *commands, "```", ""]
+    lines += [DIFFERENCES, ""]
+    return "\n".join(lines)
+
+
+INSTALL = (
+    "FSRL is on PyPI as `fast-safe-rl` (the name `fsrl` is not on PyPI); it pins "
+    "tianshou~=0.5.0, wandb~=0.14.0 and protobuf~=3.19.0, and runs here with numpy < 2 "
+    "and setuptools < 81 (FSRL imports wandb 0.14, which uses np.float_ and imports "
+    "pkg_resources): benchmarks/fsrl_constraints.txt. RobustSafe's side runs numpy 2."
+)
+
+DIFFERENCES = """## Differences between the two measurements
+
+Same on both sides: task and env versions (Bullet-Safety-Gym 1.4.0, gymnasium 0.28.1, torch
+2.13.0 CPU), criterion, deterministic evaluation (the Gaussian's mean), 10-episode screen then
+the full evaluation, time from process launch, evaluation not timed, one fresh process per
+(library, learner, seed), run back to back.
+
+Different, by design (each library with its own defaults):
+
+- **Settings.** Ours: the `fast` preset of `--algo LEARNER` (cost limit 5). FSRL: its example
+  script's config class for the task (`Bullet1MCfg` for CarRun) with FSRL's defaults, among
+  them cost limit 10 (the criterion still asks cost <= 5), 4 torch threads on this machine,
+  and FSRL's vector env (`ShmemVectorEnv`, one subprocess per env: 20 for PPOL/FOCOPS, 10 for
+  CVPO, 2 for SAC-Lag, plus 2 test envs). Ours: 20 envs in 2 worker processes, 1 torch thread.
+- **Work inside the clock.** FSRL's trainer runs its own 2-episode test after every FSRL
+  epoch and logs to TensorBoard (its example logs to wandb instead; this benchmark uses FSRL's
+  TensorBoard logger so that nothing goes over the network); ours writes metrics.csv,
+  TensorBoard and an agent checkpoint every epoch. Both sides' snapshot saving is in the clock.
+- **Snapshot points.** Ours: end of every epoch. FSRL: right after the first policy update at
+  or past each multiple of `--snapshot-every` env steps (default one epoch of ours: 4,000 for
+  PPOL/FOCOPS, 10,000 for SAC-Lag/CVPO); an FSRL update follows a whole collect
+  (`episode_per_collect` episodes: 4,000 steps for PPOL/FOCOPS, 400 for SAC-Lag, 2,000 for
+  CVPO), so FSRL's snapshots can fall up to one collect past the multiple.
+- **Training budget.** Both stop at `--max-env-steps` (ours: the epochs that reach it, at most
+  the preset's; FSRL: at the first update at or past it). A learner that has not met the
+  criterion by then is reported as "not within N steps", not as a time.
+- **Evaluation envs.** Ours: paired episodes (the same start states for every snapshot, any
+  number of envs). FSRL: its collector on 10 subprocess envs reseeded before each evaluation;
+  repeated evaluations of one policy differ slightly (0.1 reward over 20 episodes in a
+  check; more when there are fewer episodes than envs).
+- **Python packages.** numpy 1.26.4 on FSRL's side (wandb 0.14, which FSRL imports, fails
+  with numpy 2), 2.4.6 on ours; each library's own other dependencies (tianshou 0.5.1 for FSRL).
+- **Seeds.** The same seed numbers; FSRL seeds its agent (`seed_all`) and, as its example,
+  not its training envs, so its runs are not bit-reproducible; ours are."""
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--learners", nargs="+", choices=LEARNERS, default=list(LEARNERS))
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--target-reward", type=float, default=500.0)
+    p.add_argument("--cost-limit", type=float, default=5.0)
+    p.add_argument("--episodes", type=int, default=50)
+    p.add_argument(
+        "--max-env-steps",
+        type=int,
+        default=400_000,
+        help="training budget of each run, both sides (default 400,000: FSRL's CarRun "
+        "curves settle by 300k; ours' SAC-Lag fast preset is 400k)",
+    )
+    p.add_argument(
+        "--fsrl-venv",
+        default=os.environ.get("FSRL_VENV", ".fsrl-venv"),
+        help="FSRL's scratch venv (default $FSRL_VENV or .fsrl-venv, relative to the repo root)",
+    )
+    p.add_argument("--python", default=sys.executable, help="RobustSafe's interpreter")
+    p.add_argument(
+        "--fsrl-snapshot-every",
+        type=int,
+        help="FSRL side's snapshot spacing in env steps (default: one epoch of ours' preset "
+        "for the learner; fsrl_speed.py's default for a learner this checkout lacks)",
+    )
+    p.add_argument(
+        "--fsrl-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field of FSRL's config (recorded in the table)",
+    )
+    p.add_argument(
+        "--order", choices=("alternate", "ours-first", "fsrl-first"), default="alternate"
+    )
+    p.add_argument("--runs", default="runs/speed_vs_fsrl")
+    p.add_argument("--out", default="benchmarks/results/speed_vs_fsrl")
+    p.add_argument("--report-only", action="store_true")
+    args = p.parse_args()
+    os.chdir(ROOT)
+    out = Path(args.out)
+    fsrl_python = Path(args.fsrl_venv) / "bin" / "python"
+
+    if not args.report_only:
+        if not fsrl_python.exists():
+            raise SystemExit(
+                f"no FSRL venv at {args.fsrl_venv}: run `bash benchmarks/setup_fsrl_venv.sh` "
+                "(FSRL_VENV=DIR for another place) or pass --fsrl-venv"
+            )
+        freeze(args)
+        ours_have = our_algos(args.python)
+        for learner in args.learners:
+            epochs = per_epoch = None  # FSRL snapshots once per epoch of ours
+            if learner in ours_have:
+                per_epoch, epochs = our_epochs(args.python, learner, args.max_env_steps)
+            else:
+                print(f"{learner}: not in this checkout's learners {ours_have}; FSRL only")
+            for i, seed in enumerate(args.seeds):
+                ours_first = {"alternate": i % 2 == 0, "ours-first": True, "fsrl-first": False}[
+                    args.order
+                ]
+                jobs = []
+                if epochs is not None:
+                    shutil.rmtree(Path(args.runs) / "ours" / f"{learner}-seed{seed}", True)
+                    jobs.append(("ours", ours_command(args, learner, seed, epochs), ours_env()))
+                fsrl_job = ("fsrl", fsrl_command(args, learner, seed, per_epoch), fsrl_env())
+                jobs = jobs + [fsrl_job] if ours_first else [fsrl_job] + jobs
+                for side, cmd, env in jobs:
+                    rc, _ = run_logged(cmd, out / "logs" / f"{learner}-seed{seed}-{side}.log", env)
+                    if rc != 0:
+                        print(f"  {side} failed: see the log", flush=True)
+    driver = "python benchmarks/speed_vs_fsrl.py " + shlex.join(sys.argv[1:])
+    text = report(out, None if args.report_only else driver)
+    (out / "README.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

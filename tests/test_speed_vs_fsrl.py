@@ -1,0 +1,92 @@
+"""The FSRL speed comparison's own parts that run without FSRL: the launch clock and the report
+(FSRL's side runs in a scratch venv that CI does not have)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_process_age_counts_from_launch() -> None:
+    """Time spent before the clock's module is imported is counted (it is read from /proc)."""
+    code = (
+        "import time; time.sleep(0.5); import sys; "
+        f"sys.path.insert(0, {str(BENCH)!r}); "
+        "from speed_common import process_age; print(process_age())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    age = float(out.stdout)
+    assert 0.5 <= age < 30
+
+
+def _write(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_report_table_ratio_and_missing_sides(tmp_path: Path) -> None:
+    drv = _module("speed_vs_fsrl")
+    target = {"reward": 500.0, "cost": 5.0}
+    ours = {
+        "command": "python benchmarks/ppol_benchmark.py --seeds 0",
+        "git_commit": "abc1234",
+        "target": target,
+        "episodes": 50,
+        "load_average": {"start": [0.1, 0.2, 0.3], "end": [1.0, 1.0, 1.0]},
+        "seeds": [
+            {
+                "first_meeting_target": {
+                    "epoch": 9,
+                    "env_steps": 36_000,
+                    "wall_time_s": 20.0,
+                    "wall_from_launch_s": 24.0,
+                    "reward": 510.0,
+                    "cost": 1.0,
+                },
+                "final": {"reward_mean": 550.0, "cost_mean": 0.5},
+                "train_env_steps": 400_000,
+                "train_steps_per_s": 2000.0,
+                "train_cpu_s": 400.0,
+                "load_average_after_training": [1.9, 1.0, 1.0],
+            }
+        ],
+    }
+
+    def fsrl(first: dict | None) -> dict:
+        return {
+            "command": "python benchmarks/fsrl_speed.py --seed 0",
+            "first_meeting_target": first,
+            "final": {"reward": 530.0, "cost": 8.0},
+            "train": {"env_steps": 400_000, "steps_per_s": 1600.0, "cpu_s": 800.0},
+            "load_average": {"start": [0.2, 0, 0], "after_training": [2.0, 0, 0]},
+            "versions": {"fast-safe-rl": "0.1.0"},
+            "target": target,
+            "episodes": 50,
+            "fsrl_overrides": [],
+        }
+
+    _write(tmp_path / "ours" / "ppol-seed0" / "ppol_SafetyCarRun-v0.json", ours)
+    first = {"index": 12, "env_steps": 48_000, "wall_from_launch_s": 32.0}
+    _write(tmp_path / "fsrl" / "ppol-seed0.json", fsrl({**first, "reward": 505, "cost": 4}))
+    _write(tmp_path / "fsrl" / "cvpo-seed1.json", fsrl(None))
+    text = drv.report(tmp_path, "python benchmarks/speed_vs_fsrl.py --seeds 0")
+    ours = "| ppol | 0 | RobustSafe | 36,000 | 24.0 | 510.0 / 1.00 | 550.0 / 0.50 | 2000 | 1.0 |"
+    assert ours in text
+    assert "| ppol | 0 | FSRL | 48,000 | 32.0 | 505.0 / 4.00 | 530.0 / 8.00 | 1600 | 2.0 |" in text
+    assert "- ppol: 0.75 (geometric mean 0.75)" in text
+    assert "| cvpo | 1 | RobustSafe | not in this checkout | - | - | - | - | - | - |" in text
+    assert "| cvpo | 1 | FSRL | not within 400,000 | - | - |" in text
+    assert ".fsrl-venv/bin/python benchmarks/fsrl_speed.py --seed 0" in text
