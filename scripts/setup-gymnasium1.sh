@@ -13,4 +13,5 @@ GYMNASIUM=${GYMNASIUM:-gymnasium>=1.0,<2}
 "$VENV/bin/python" -m pip install --quiet torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 "$VENV/bin/python" -m pip install --quiet -c constraints.txt -e ".[test,mujoco]"
 "$VENV/bin/python" -m pip install --quiet --no-deps --upgrade "$GYMNASIUM"
+bash scripts/install-browser.sh  # the browser test's Chromium (see scripts/setup.sh)
 "$VENV/bin/python" -c "import gymnasium; print('RobustSafe installed in $VENV with gymnasium', gymnasium.__version__)"

@@ -8,14 +8,16 @@ The page holds, from the run directories under ``DIR`` (every ``config.yaml`` wi
   ``appendix`` write;
 - the figures, embedded as base64 PNG: the training curves (``robustsafe plot curves``, seeds
   as bands) and the appendix's figures (AMAD over xi, the MC/MR mixture) where they apply;
-- the videos found under ``DIR`` (``*.mp4``, ``*.gif``), linked and shown with a relative path;
+- the videos found under ``DIR`` (``*.mp4`` in a ``<video>``, ``*.gif`` in an ``<img>``), shown
+  and linked with a relative path;
 - one row per run: env, method, seed, preset, epochs, natural reward and cost, and links to its
   directory, ``config.yaml``, ``metrics.csv`` and ``eval.json``;
 - the settings: each (env, method)'s ``config.yaml`` (its first seed's; seeds differ only in
   ``seed``).
 
-Links are relative to the page, so the page works when ``DIR`` is moved as a whole; the tables
-and figures need nothing else.
+Links are relative to the page and URL-quoted (a directory named ``grid #2`` or ``100%`` still
+resolves), so the page works when ``DIR`` is moved as a whole; the tables and figures need
+nothing else. ``tests/experiments/test_report_browser.py`` opens the page in headless Chromium.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import os
 import re
 import tempfile
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,11 +184,17 @@ def _png_figure(path: Path, caption: str) -> str:
     )
 
 
+def _href(target: Path, page_dir: Path) -> str:
+    """``target`` relative to ``page_dir`` as an escaped URL: quoted, so that ``#``, ``?``, ``%``
+    or a space in a directory name stays part of the path."""
+    rel = Path(os.path.relpath(target, page_dir)).as_posix()
+    return html.escape(urllib.parse.quote(rel, safe="/"))
+
+
 def _link(target: Path, page_dir: Path, text: str) -> str:
     if not target.exists():
         return ""
-    href = Path(os.path.relpath(target, page_dir)).as_posix()
-    return f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
+    return f'<a href="{_href(target, page_dir)}">{html.escape(text)}</a>'
 
 
 def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[Path, list[str]]:
@@ -263,15 +272,15 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
     videos = sorted(p for ext in ("*.mp4", "*.gif") for p in root.rglob(ext))
     if videos:
         for v in videos:
-            href = html.escape(Path(os.path.relpath(v.resolve(), page_dir)).as_posix())
-            if v.suffix == ".mp4":
-                body.append(
-                    f'<figure><video controls src="{href}" width="640"></video>'
-                    f'<figcaption><a href="{href}">{html.escape(str(v.relative_to(root)))}</a>'
-                    "</figcaption></figure>"
-                )
-            else:
-                body.append(f'<p><a href="{href}">{html.escape(str(v.relative_to(root)))}</a></p>')
+            href = _href(v.resolve(), page_dir)
+            name = html.escape(v.relative_to(root).as_posix())
+            shown = (
+                f'<video controls src="{href}" width="640"></video>'
+                if v.suffix == ".mp4"
+                else f'<img src="{href}" alt="{name}" width="640">'  # a GIF (no imageio-ffmpeg)
+            )
+            caption = f'<figcaption><a href="{href}">{name}</a></figcaption>'
+            body.append(f"<figure>{shown}{caption}</figure>")
     else:
         body.append("<p>No video (<code>robustsafe evaluate --video DIR</code> makes them).</p>")
     # runs

@@ -1,4 +1,5 @@
-"""``robustsafe report``: the HTML page's content, checked structurally (no browser here).
+"""``robustsafe report``: the HTML page's content, checked structurally (test_report_browser.py
+opens it in headless Chromium).
 
 The page is parsed with the standard library: its tables against the Markdown tables
 ``robustsafe table`` writes, its figures decoded, its links resolved."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import urllib.parse
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -112,6 +114,7 @@ def grid(tmp_path) -> Path:
             write_eval(run, mode, seed, base + seed, 0.5 * seed)
     (root / "adv-mr" / "seed0" / "videos").mkdir()
     (root / "adv-mr" / "seed0" / "videos" / "natural-vs-mr-eps0.05.mp4").write_bytes(b"\0" * 8)
+    (root / "adv-mr" / "seed0" / "videos" / "natural-vs-mc-eps0.05.gif").write_bytes(b"GIF89a")
     return root
 
 
@@ -126,9 +129,12 @@ def test_report_holds_tables_figures_runs_and_settings(grid, tmp_path):
     expected = markdown_tables(format_markdown(collect_table(grid)))
     assert expected and expected[0] == page.tables[0]
     assert any(cell.startswith("ADV-PPOL(MR)") for row in page.tables[0] for cell in row)
-    # the figures: PNGs inside the page
-    assert page.images
-    for src in page.images:
+    # the figures: PNGs inside the page; the GIF video: shown from its file
+    gif = "../grid/adv-mr/seed0/videos/natural-vs-mc-eps0.05.gif"
+    assert gif in page.images
+    assert [s for s in page.images if not s.startswith("data:")] == [gif]
+    assert len(page.images) >= 2
+    for src in page.images[:-1]:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Training curves" in text
@@ -139,16 +145,30 @@ def test_report_holds_tables_figures_runs_and_settings(grid, tmp_path):
     assert ["SafetyCarRun-v0", "PPOL-vanilla", "1", "fast", "2 / 150", "101.00", "0.50"] == (
         runs[2][:7]
     )
-    for href in [*page.links, *page.videos]:
+    for href in [*page.links, *page.videos, gif]:
         if href.startswith("#"):
             assert href[1:] in page.ids
         else:
-            assert (out.parent / href).exists(), href
+            assert (out.parent / urllib.parse.unquote(href)).exists(), href
     assert any(h.endswith("seed1/metrics.csv") for h in page.links)
     assert page.videos == ["../grid/adv-mr/seed0/videos/natural-vs-mr-eps0.05.mp4"]
     # self-contained: nothing fetched from elsewhere
     assert "http://" not in text and "https://" not in text
     assert text.count("<details>") == 2 and "cost_limit: 5.0" in text
+
+
+def test_report_links_quote_special_characters(grid, tmp_path):
+    """A '#', '%' or space in a directory name is quoted in the page's hrefs and srcs (unquoted,
+    a browser reads '#' as the start of a fragment: the links and the video broke)."""
+    odd = tmp_path / "grid #2 100%"
+    grid.rename(odd)
+    out, _ = write_report(odd, tmp_path / "site" / "page.html")
+    page = Page(out.read_text())
+    assert page.videos == ["../grid%20%232%20100%25/adv-mr/seed0/videos/natural-vs-mr-eps0.05.mp4"]
+    files = [h for h in page.links if not h.startswith("#")]
+    assert files and all(h.startswith("../grid%20%232%20100%25/") for h in files)
+    for href in files + page.videos:
+        assert "#" not in href and (out.parent / urllib.parse.unquote(href)).exists(), href
 
 
 def test_report_default_path_and_errors(grid, tmp_path, capsys):
