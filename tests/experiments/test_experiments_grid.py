@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import json
 import os
 import sys
@@ -58,6 +57,22 @@ def tiny_spec(out: Path, epochs: int, **kw) -> GridSpec:
     return GridSpec(**base)
 
 
+def test_every_name_of_the_grid_is_importable_from_robustsafe_experiments_grid():
+    """The grid is a package of modules (spec, plan, commands, driver); its names stay where
+    callers import them from."""
+    import robustsafe.experiments.grid as grid
+
+    names = """BACKENDS DEFAULT_ATTACKS LOG_TAIL_LINES MAX_LOST Action EvalStatus GridSpec
+    PlannedRun RunResult TrainArgs TrainStatus check_envs env_dir_name evaluate_command
+    evaluation_is_current expected_attacks extra_command extra_evaluation_is_current
+    extra_evaluations format_plan format_results parse_train_args plan_grid plan_run
+    resolve_train_config run_grid train_command""".split()
+    assert sorted(grid.__all__) == sorted(names)
+    assert all(getattr(grid, name) is not None for name in names)
+    assert grid.run_grid.__module__ == "robustsafe.experiments.grid.driver"
+    assert grid.GridSpec.__module__ == "robustsafe.experiments.grid.spec"
+
+
 def test_spec_validation(tmp_path):
     ok = GridSpec(envs="A-v0,B-v0", modes="vanilla,adv-mix:0.5", seeds="0,3", out=tmp_path)
     assert ok.envs == ("A-v0", "B-v0") and ok.seeds == (0, 3)
@@ -107,8 +122,8 @@ def test_bad_settings_and_envs_fail_before_anything_starts(tmp_path, importable_
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed")
-def test_ray_backend_without_ray_says_how_to_install_it(tmp_path, importable_toy):
+def test_ray_backend_without_ray_says_how_to_install_it(tmp_path, importable_toy, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     spec = tiny_spec(tmp_path, 1, backend="ray")
     assert run_grid(spec, log=lambda s: None, dry_run=True)[0].train == "pending"
     with pytest.raises(RuntimeError, match="pip install ray"):

@@ -1,0 +1,81 @@
+"""The commands (after ``python``) that the grid runs for a planned run: its training or
+resume (``robustsafe train``), its evaluation (``robustsafe evaluate``) and its extra
+evaluations (the appendix's attackers, ``robustsafe xi-sweep``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from robustsafe.config import split_algo
+from robustsafe.experiments.grid.plan import PlannedRun, expected_attacks
+from robustsafe.experiments.grid.spec import GridSpec
+
+
+def train_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
+    """The ``robustsafe train`` arguments of a planned run (after ``python``)."""
+    if plan.action == "resume":  # the saved settings go on; only the length may change
+        cmd = ["-m", "robustsafe.cli", "train", "--out", str(plan.run_dir), "--resume"]
+        return [*cmd, *_length_args(spec.train_args), "--no-progress"]
+    cmd = ["-m", "robustsafe.cli", "train", "--env", plan.env_id, "--mode", plan.mode]
+    if plan.algo != "ppol":
+        algo, variant_sets = split_algo(plan.algo)  # sac-lag:ALPHA sets sac.alpha
+        cmd += ["--algo", algo, *(x for item in variant_sets for x in ("--set", item))]
+    cmd += ["--seed", str(plan.seed), "--preset", spec.preset, "--out", str(plan.run_dir)]
+    return [*cmd, *spec.train_args, "--no-progress"]
+
+
+def _length_args(train_args: Sequence[str]) -> list[str]:
+    """The ``--epochs`` / ``--total-steps`` options among ``train_args`` (a resume refuses the
+    others when they differ from the saved settings)."""
+    out: list[str] = []
+    it = iter(train_args)
+    for arg in it:
+        if arg in ("--epochs", "--total-steps"):
+            out += [arg, next(it, "")]
+        elif arg.startswith(("--epochs=", "--total-steps=")):
+            out.append(arg)
+    return out
+
+
+def evaluate_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
+    """The ``robustsafe evaluate`` arguments of a run (after ``python``)."""
+    return [
+        "-m",
+        "robustsafe.cli",
+        "evaluate",
+        "--run",
+        str(plan.run_dir),
+        "--attacks",
+        ",".join(expected_attacks(spec)),
+        "--eps",
+        repr(float(plan.epsilon)),
+        "--episodes",
+        str(spec.episodes),
+        "--seed",
+        str(spec.eval_seed),
+        "--out",
+        str(plan.run_dir / "eval.json"),
+        "--force",  # a stale evaluation of this run is replaced
+        "--env-workers",
+        str(spec.eval_workers),
+        "--num-envs",
+        str(spec.eval_num_envs),
+        "--no-progress",
+    ]
+
+
+def extra_command(spec: GridSpec, plan: PlannedRun, name: str) -> list[str]:
+    """The command (after ``python``) that writes the extra evaluation ``name`` of a run."""
+    from robustsafe.experiments.xi_sweep import XI_EVAL_NAME
+
+    common = ["--episodes", str(spec.episodes), "--seed", str(spec.eval_seed)]
+    common += ["--out", str(plan.run_dir / name), "--env-workers", str(spec.eval_workers)]
+    common += ["--num-envs", str(spec.eval_num_envs)]
+    eps = ["--eps", repr(float(plan.epsilon))]
+    if name == XI_EVAL_NAME:
+        xis = ",".join(repr(x) for x in spec.xi_sweep)
+        cmd = ["-m", "robustsafe.cli", "xi-sweep", "--run", str(plan.run_dir), "--xi", xis]
+        return [*cmd, *eps, *common]
+    attacks = ",".join(["none", *spec.appendix_attacks])
+    cmd = ["-m", "robustsafe.cli", "evaluate", "--run", str(plan.run_dir), "--attacks", attacks]
+    return [*cmd, *eps, *common, "--no-progress"]

@@ -1,0 +1,355 @@
+"""Executing a grid's plan: ``run_grid`` starts the trainings, evaluations and extra
+evaluations through a launcher (``robustsafe.experiments.launchers``), at most as many at once
+as the launcher has room for, records how each ended, starts a lost run again (Ray) and holds
+``<out>/.grid.lock`` while it runs."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from robustsafe.experiments.grid.commands import evaluate_command, extra_command, train_command
+from robustsafe.experiments.grid.plan import PlannedRun, RunResult, plan_grid
+from robustsafe.experiments.grid.spec import Action, EvalStatus, GridSpec, TrainStatus, check_envs
+from robustsafe.experiments.launchers import RUN_LOST, make_launcher
+
+LOG_TAIL_LINES = 15
+MAX_LOST = 3  # times a run may be lost with its node (Ray) before the grid gives up on it
+
+
+@dataclass
+class _Job:
+    kind: Literal["train", "evaluate", "extra"]
+    index: int  # position in the plan
+    args: list[str]
+    log_path: Path
+    started: float = 0.0
+    log_offset: int = 0
+    handle: Any = None
+    name: str = ""  # the file an "extra" job writes
+    lost: int = 0  # times its node was lost (Ray)
+
+
+@dataclass
+class _State:
+    plan: PlannedRun
+    train: TrainStatus
+    evaluation: EvalStatus
+    epochs_done: int
+    exit_code: int | None = None
+    log_tail: str = ""
+    train_seconds: float | None = None
+    eval_seconds: float | None = None
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def result(self) -> RunResult:
+        p = self.plan
+        notes = [n for n in (p.note, *self.notes) if n]
+        return RunResult(
+            p.env_id,
+            p.mode,
+            p.seed,
+            p.run_dir,
+            p.action,
+            self.train,
+            self.evaluation,
+            self.epochs_done,
+            p.epochs_planned,
+            self.exit_code,
+            self.log_tail,
+            self.train_seconds,
+            self.eval_seconds,
+            "; ".join(notes),
+            extra=tuple(self.extra.items()),
+            algo=p.algo,
+        )
+
+
+def _tail(path: Path, offset: int, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines written to ``path`` after byte ``offset``."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def run_grid(
+    spec: GridSpec,
+    log: Callable[[str], None] = print,
+    dry_run: bool = False,
+    poll_interval: float = 0.2,
+) -> list[RunResult]:
+    """Train, resume or skip every run of ``spec``, then evaluate every finished agent.
+
+    Returns one ``RunResult`` per (env, mode, seed), in grid order. A failed training or
+    evaluation is reported in its result (exit status, last lines of its log) and in
+    ``log``; the others go on. ``dry_run=True`` only plans (``train``/``evaluation``
+    ``pending`` where work would run). Raises ValueError, before any process starts, when
+    ``train_args`` are invalid or an environment with work to do cannot be created.
+    If interrupted (KeyboardInterrupt), the running processes are stopped; calling again
+    resumes where the grid stopped.
+    """
+    if spec.backend == "ray" and not dry_run:
+        spec = replace(spec, out=spec.out.resolve())  # Ray workers have another cwd
+    plan = plan_grid(spec)
+    check_envs(p.env_id for p in plan if p.action != "skip" or p.evaluate or p.extra)
+    states = [
+        _State(
+            p,
+            "skipped" if p.action == "skip" else "pending",
+            "not-run" if not spec.evaluate else ("pending" if p.evaluate else "skipped"),
+            p.epochs_done,
+        )
+        for p in plan
+    ]
+    for p in plan:
+        what = f"{p.action} ({p.epochs_done}/{p.epochs_planned} epochs)"
+        ev = ", evaluate" if p.evaluate else ""
+        ev += "".join(f", {name}" for name in p.extra)
+        log(f"[grid] {p.env_id} {p.label} seed {p.seed}: {what}{ev}")
+        if p.note:
+            log(f"[grid]   note: {p.note}")
+    for s in states:
+        s.extra.update((name, "pending") for name in s.plan.extra)
+    if dry_run:
+        return [s.result() for s in states]
+
+    with _GridLock(spec.out):
+        launcher = make_launcher(spec.backend, spec.workers, spec.cpus_per_run)
+        try:
+            results = _execute(spec, plan, states, launcher, log, poll_interval)
+        finally:
+            launcher.close()
+    failed = sum(not r.ok for r in results)
+    log(f"[grid] finished: {len(results)} runs, {failed} failed")
+    return results
+
+
+def _execute(
+    spec: GridSpec,
+    plan: list[PlannedRun],
+    states: list[_State],
+    launcher: Any,
+    log: Callable[[str], None],
+    poll_interval: float,
+) -> list[RunResult]:
+    pending: deque[_Job] = deque()
+    # Evaluations of already-finished runs first (quick, and they need no training).
+    for i, p in enumerate(plan):
+        if p.action == "skip" and p.evaluate:
+            pending.append(_eval_job(spec, i, p))
+        if p.action == "skip":
+            pending.extend(_extra_jobs(spec, i, p))
+    for i, p in enumerate(plan):
+        if p.action != "skip":
+            pending.append(_Job("train", i, train_command(spec, p), p.run_dir / "train.log"))
+    total = len(pending)
+    running: list[_Job] = []
+    n_started = 0
+
+    def describe(job: _Job) -> str:
+        p = plan[job.index]
+        return f"{job.name or job.kind} {p.env_id} {p.label} seed {p.seed}"
+
+    def finish(job: _Job, rc: int) -> None:
+        nonlocal total
+        s = states[job.index]
+        p = plan[job.index]
+        seconds = time.monotonic() - job.started
+        if rc == RUN_LOST and job.lost < MAX_LOST:
+            again = _after_loss(spec, job, p)
+            pending.appendleft(again)
+            total += 1
+            where = f"from epoch {_epochs_done(p.run_dir)}" if job.kind == "train" else "again"
+            log(f"[grid] LOST  {describe(job)}: its node was lost; it runs {where}")
+            return
+        if job.kind == "extra":
+            if _finish_extra(s, job, rc):
+                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
+                return
+        elif job.kind == "train":
+            s.train_seconds = seconds
+            s.epochs_done = _epochs_done(p.run_dir)  # a crash may leave some epochs saved
+            complete = s.epochs_done >= p.epochs_planned
+            if rc == 0 and not complete:
+                s.notes.append(
+                    f"training exited normally but the run holds {s.epochs_done}"
+                    f"/{p.epochs_planned} epochs"
+                )
+            if rc == 0 and complete:
+                s.train = "resumed" if p.action == "resume" else "trained"
+                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
+                if s.evaluation == "pending":
+                    extras = _extra_jobs(spec, job.index, p)
+                    pending.extendleft(reversed(extras))
+                    pending.appendleft(_eval_job(spec, job.index, p))
+                    total += 1 + len(extras)
+                return
+            s.train = "failed"
+            s.extra.update((name, "not-run") for name in p.extra)
+            if s.evaluation == "pending":
+                s.evaluation = "not-run"
+        else:
+            s.eval_seconds = seconds
+            if rc == 0 and (p.run_dir / "eval.json").exists():
+                s.evaluation = "evaluated"
+                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
+                return
+            s.evaluation = "failed"
+        s.exit_code = rc
+        s.log_tail = _tail(job.log_path, job.log_offset)
+        log(f"[grid] FAILED {describe(job)} (exit status {rc}); last lines of {job.log_path}:")
+        for line in s.log_tail.splitlines():
+            log(f"[grid]   {line}")
+
+    try:
+        while pending or running:
+            while pending and len(running) < launcher.capacity():
+                job = pending.popleft()
+                n_started += 1
+                job.started = time.monotonic()
+                try:
+                    job.log_path.parent.mkdir(parents=True, exist_ok=True)
+                    job.log_offset = job.log_path.stat().st_size if job.log_path.exists() else 0
+                    job.handle = launcher.start(job.args, job.log_path, plan[job.index].run_dir)
+                except OSError as err:
+                    s = states[job.index]
+                    if job.kind == "train":
+                        s.train = "failed"
+                        s.evaluation = "not-run" if s.evaluation == "pending" else s.evaluation
+                    elif job.kind == "extra":
+                        s.extra[job.name] = "failed"
+                    else:
+                        s.evaluation = "failed"
+                    s.log_tail = f"cannot start: {err}"
+                    log(f"[grid] FAILED {describe(job)}: cannot start: {err}")
+                    continue
+                log(f"[grid] [{n_started}/{total}] start {describe(job)} -> {job.log_path}")
+                running.append(job)
+            time.sleep(poll_interval)
+            for job in list(running):
+                rc = job.handle.poll()
+                if rc is not None:
+                    running.remove(job)
+                    finish(job, rc)
+    finally:
+        for job in running:  # interrupted: end what this grid started
+            job.handle.stop()
+    return [s.result() for s in states]
+
+
+class _GridLock:
+    """``<out>/.grid.lock`` holding this process's id, so that two grids never train the same
+    run directory at once. A lock left by a process that no longer runs (on this machine) is
+    taken over."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = Path(out) / ".grid.lock"
+
+    def __enter__(self) -> _GridLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                owner = self._owner()
+                if owner is not None and _process_exists(owner):
+                    raise RuntimeError(
+                        f"another grid (process {owner}) is running in {self.path.parent}; "
+                        f"wait for it to end (or, if it is gone, delete {self.path})"
+                    ) from None
+                self.path.unlink(missing_ok=True)  # stale
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            return self
+        raise RuntimeError(f"cannot take the grid lock {self.path}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._owner() == os.getpid():
+            self.path.unlink(missing_ok=True)
+
+    def _owner(self) -> int | None:
+        try:
+            return int(self.path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
+def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
+    """The evaluation of a run, at the epsilon of its own config.yaml."""
+    from robustsafe.train import load_run_config
+
+    try:
+        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
+    except (OSError, ValueError):
+        pass  # the evaluation will report the problem with the run
+    return _Job("evaluate", index, evaluate_command(spec, plan), plan.run_dir / "eval.log")
+
+
+def _after_loss(spec: GridSpec, job: _Job, plan: PlannedRun) -> _Job:
+    """The job again after its node was lost: a training resumes from the epochs that the
+    driver's copy of the run holds (from the start if none)."""
+    args = job.args
+    if job.kind == "train":
+        action: Action = "resume" if (plan.run_dir / "state.pt").exists() else "train"
+        args = train_command(spec, replace(plan, action=action))
+    return replace(job, args=args, handle=None, lost=job.lost + 1)
+
+
+def _epochs_done(run_dir: Path) -> int:
+    from robustsafe.train import run_status
+
+    try:
+        status = run_status(run_dir)
+    except Exception:
+        return 0
+    return status[0] if status is not None else 0
+
+
+def _extra_jobs(spec: GridSpec, index: int, plan: PlannedRun) -> list[_Job]:
+    """The extra evaluations of a run, at the epsilon of its own config.yaml."""
+    from robustsafe.train import load_run_config
+
+    if not plan.extra:
+        return []
+    try:
+        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
+    except (OSError, ValueError):
+        pass  # the evaluation will report the problem with the run
+    return [
+        _Job(
+            "extra",
+            index,
+            extra_command(spec, plan, name),
+            plan.run_dir / (Path(name).stem + ".log"),
+            name=name,
+        )
+        for name in plan.extra
+    ]
+
+
+def _finish_extra(state: _State, job: _Job, rc: int) -> bool:
+    """Record the end of an extra evaluation; True if it succeeded."""
+    ok = rc == 0 and (state.plan.run_dir / job.name).exists()
+    state.extra[job.name] = "evaluated" if ok else "failed"
+    return ok
