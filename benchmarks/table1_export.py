@@ -2,7 +2,8 @@
 
 For every run ``<root>/<env>/<mode>/seed<S>/`` with an ``eval.json`` under the given grid roots:
 
-- ``eval.json``, ``config.yaml`` and ``metrics.csv`` go to ``<results>/<env>/<mode>/seed<S>/``
+- ``eval.json``, ``config.yaml`` and ``metrics.csv`` (and ``eval-appendix.json`` /
+  ``eval-xi.json`` where ``grid --appendix`` wrote them) go to ``<results>/<env>/<mode>/seed<S>/``
   (what ``robustsafe table`` and ``benchmarks/training_time.py`` read, so the committed table
   can be regenerated from the committed files);
 - for the zoo seed (default 0), also ``agent.pt``: ``zoo/<env>/<mode>/`` gets the agent, its
@@ -26,6 +27,8 @@ from pathlib import Path
 from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
 RUN_FILES = ("eval.json", "config.yaml", "metrics.csv")
+# The appendix's evaluations (grid --appendix), copied where the run has them.
+EXTRA_FILES = ("eval-appendix.json", "eval-xi.json")
 README_START, README_END = "<!-- table1:start -->", "<!-- table1:end -->"
 ZOO_FILES = ("agent.pt", *RUN_FILES)
 
@@ -57,7 +60,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("roots", nargs="+", type=Path, help="grid output directories")
     p.add_argument("--results", type=Path, default=Path("benchmarks/results/table1"))
-    p.add_argument("--zoo", type=Path, default=Path("zoo"))
+    p.add_argument(
+        "--zoo", default="zoo", help="zoo root for the zoo seed's agents ('' : copy none)"
+    )
     p.add_argument("--zoo-seed", type=int, default=0)
     p.add_argument(
         "--readme",
@@ -72,9 +77,10 @@ def main() -> None:
         for run in finished_runs(root):
             rel = run.relative_to(root)
             copy_files(run, args.results / rel, RUN_FILES)
+            copy_files(run, args.results / rel, tuple(f for f in EXTRA_FILES if (run / f).exists()))
             n += 1
-            if rel.name == f"seed{args.zoo_seed}":
-                copy_files(run, args.zoo / rel.parent, ZOO_FILES)
+            if args.zoo and rel.name == f"seed{args.zoo_seed}":
+                copy_files(run, Path(args.zoo) / rel.parent, ZOO_FILES)
     if n == 0:
         raise SystemExit(f"no evaluated runs under {[str(r) for r in args.roots]}")
     table = collect_table(args.results)
