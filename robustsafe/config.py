@@ -165,7 +165,7 @@ class CVPOConfig:
     estep_kl: float = 0.1  # epsilon of the E-step, KL(q || pi_old) <= epsilon
     dual_init: float = 0.1  # eta and lambda before the first E-step (then warm-started)
     dual_max: float = 1e5  # upper bound of eta and lambda
-    dual_iters: int = 50  # L-BFGS-B iterations of the E-step dual per batch
+    dual_iters: int = 50  # at most this many Newton steps on the E-step dual per batch
     kl_mean: float = 0.001  # epsilon_mu of the M-step's mean trust region
     kl_std: float = 0.001  # epsilon_Sigma of the M-step's covariance trust region
     alpha_mean_lr: float = 1.0

@@ -1,6 +1,7 @@
-"""CVPO's math against known solutions and hand-computed values: the E-step dual (its gradient,
-its minimiser with and without an active cost constraint), the M-step's decoupled likelihood
-and KL terms, the M-step multipliers, and one whole update on hand-set networks."""
+"""CVPO's math against known solutions and hand-computed values: the E-step dual (its gradient
+and Hessian, its minimiser with and without an active cost constraint, from several starts),
+the M-step's Gaussian log-density, decoupled likelihood and KL terms, the M-step multipliers,
+and one whole update on hand-set networks."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from robustsafe.critics import QCritics
 from robustsafe.learners.cvpo import (
     CVPO,
     estep_dual,
+    estep_dual_hessian,
     estep_weights,
+    gaussian_log_prob,
     mstep_loss,
     mstep_terms,
     multiplier_step,
@@ -49,6 +52,36 @@ def test_dual_gradient_matches_finite_differences():
     z = q_r - 0.3 * q_c
     by_hand = 0.7 * 0.1 + 0.3 * 0.8 + 0.7 * np.mean(np.log(np.mean(np.exp(z / 0.7), axis=0)))
     assert g == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_dual_hessian_matches_finite_differences_of_the_gradient():
+    rng = np.random.default_rng(1)
+    q_r, q_c = rng.normal(size=(8, 5)), rng.uniform(0, 2, size=(8, 5))
+    x, h = np.array([0.7, 0.3]), 1e-6
+    hess = estep_dual_hessian(x, q_r, q_c)
+    for i in range(2):
+        step = np.eye(2)[i] * h
+        up, down = (estep_dual(x + d, q_r, q_c, 0.1, 0.8)[1] for d in (step, -step))
+        assert hess[:, i] == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-8)
+    assert hess[0, 1] == hess[1, 0] and np.all(np.linalg.eigvalsh(hess) > 0)  # convex
+
+
+def test_estep_solution_is_tight_and_warm_start_independent():
+    """The projected gradient vanishes at the solution (to 1e-9): from three starts (one at eta's
+    lower bound, where the weights are one-hot and the Hessian vanishes), the same
+    (eta, lambda) to 1e-6 relative, KL = eps and E_q[Q_c] = threshold (the cost bound binds)."""
+    rng = np.random.default_rng(2)
+    q_r = rng.normal(size=(32, 50))
+    q_c = 0.5 * q_r + rng.normal(size=(32, 50))  # costly actions tend to be rewarding
+    thres = float(q_c.mean()) + 0.2
+    starts = ((0.1, 0.1), (5.0, 0.0), (1e-6, 0.0))
+    sols = [solve_estep(q_r, q_c, 0.1, thres, init, iters=50) for init in starts]
+    assert sols[0] == pytest.approx(sols[1], rel=1e-6) == sols[2]
+    eta, lam = sols[0]
+    assert lam > 0.01
+    w = estep_weights(q_r, q_c, eta, lam)
+    assert sample_kl(w) == pytest.approx(0.1, rel=1e-7)
+    assert float((w * q_c).sum(axis=0).mean()) == pytest.approx(thres, rel=1e-7)
 
 
 def test_estep_without_an_active_cost_constraint_meets_the_kl_bound():
@@ -92,6 +125,17 @@ def test_estep_weights_are_a_stable_softmax_and_kl_is_zero_for_uniform():
     assert w[:, 0] == pytest.approx([1 / (1 + math.e), math.e / (1 + math.e)])
     assert sample_kl(np.full((4, 3), 0.25)) == pytest.approx(0.0, abs=1e-12)
     assert sample_kl(np.array([[1.0], [0.0], [0.0], [0.0]])) == pytest.approx(math.log(4))
+
+
+def test_gaussian_log_prob_is_normal_log_prob_bit_for_bit():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, 2, generator=g)
+    mean, std = torch.randn(3, 2, generator=g), torch.rand(3, 2, generator=g) + 0.1
+    ours = gaussian_log_prob(x, mean, std)
+    assert torch.equal(ours, torch.distributions.Normal(mean, std).log_prob(x))
+    assert float(gaussian_log_prob(torch.zeros(()), torch.zeros(()), torch.ones(()))) == (
+        pytest.approx(-0.5 * math.log(2 * math.pi))
+    )
 
 
 def test_mstep_terms_against_hand_computed_values():
