@@ -274,8 +274,8 @@ def resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
     return replace(saved, epochs=cfg.epochs)
 
 
-def config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
-    """``key: saved -> new`` for every setting that differs (dotted keys)."""
+def flat_settings(cfg: TrainConfig) -> dict[str, Any]:
+    """Every setting of ``cfg`` under its dotted key (``ppo.actor_lr``)."""
 
     def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         items: dict[str, Any] = {}
@@ -286,7 +286,12 @@ def config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
                 items[f"{prefix}{k}"] = v
         return items
 
-    a, b = flat(to_dict(saved)), flat(to_dict(new))
+    return flat(to_dict(cfg))
+
+
+def config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
+    """``key: saved -> new`` for every setting that differs (dotted keys)."""
+    a, b = flat_settings(saved), flat_settings(new)
     return [f"{k}: saved {a[k]!r}, asked {b.get(k)!r}" for k in a if a[k] != b.get(k)]
 
 

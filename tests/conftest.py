@@ -6,6 +6,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+# The helpers of tiny_config.py assert: pytest explains their failures as in a test.
+pytest.register_assert_rewrite("tiny_config")
+
 
 class ToyCostEnv(gym.Env):
     """1-D walk: reward +a, cost 1 when |x| > 1; 'cost' is absent from info when it is 0."""

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tiny_config import TINY_CLI
+from tiny_config import TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed
 
 from robustsafe.agent import build_networks, load_agent
-from robustsafe.cli import main
 from robustsafe.config import preset
 from robustsafe.experiments.appendix import write_appendix
 from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
@@ -22,7 +21,6 @@ from robustsafe.experiments.table import collect_table
 from robustsafe.nets import SquashedGaussianActor
 from robustsafe.runstate import load_state
 
-TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py; 20-step episodes
 TINY = [
     *TINY_CLI,
     "--set",
@@ -39,17 +37,10 @@ TINY = [
     "cvpo.update_after=11",  # from the second chunk on
     "--no-progress",
 ]
-ROBUST = ["--set", "robust.schedule_start=0", "--set", "robust.schedule_length=1"]
 
 
 def cvpo_train(out: Path, *extra: str) -> int:
-    return main(["train", "--algo", "cvpo", "--env", TOY, "--out", str(out), *TINY, *extra])
-
-
-def _params(run: Path) -> torch.Tensor:
-    agent = load_agent(run)
-    nets = (agent.actor, agent.critics)
-    return torch.cat([p.flatten() for m in nets for p in m.state_dict().values()])
+    return cli_train("cvpo", out, TINY, *extra)
 
 
 def test_cli_trains_cvpo_and_attacks_use_its_critics(tmp_path):
@@ -81,22 +72,14 @@ def test_cli_trains_cvpo_and_attacks_use_its_critics(tmp_path):
                 assert not torch.equal(p, p0), name
     saved = state["learner"]["critics"]["q_cost.heads.0.0.weight"]
     assert torch.equal(agent.critics.q_cost.heads[0][0].weight, saved)
-    out = tmp_path / "eval.json"
-    args = ["evaluate", "--run", str(run), "--episodes", "2", "--workers", "0", "--num-envs", "2"]
-    assert main([*args, "--attacks", "none,mad,mc,mr", "--out", str(out), "--no-progress"]) == 0
-    data = json.loads(out.read_text())
+    data = cli_evaluate(run, tmp_path / "eval.json", "none,mad,mc,mr")
     assert data["train_algo"] == "cvpo"
     assert [r["attack"] for r in data["results"]] == ["none", "mad", "mc", "mr"]
 
 
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mc"])
 def test_cvpo_resume_is_bit_identical(tmp_path, mode):
-    robust = ROBUST if mode != "vanilla" else []
-    full, cut = tmp_path / "full", tmp_path / "cut"
-    assert cvpo_train(full, "--epochs", "3", "--mode", mode, *robust) == 0
-    assert cvpo_train(cut, "--epochs", "2", "--mode", mode, *robust) == 0
-    assert main(["train", "--resume", "--out", str(cut), "--epochs", "3", "--no-progress"]) == 0
-    assert torch.equal(_params(full), _params(cut))
+    full, cut = full_and_resumed(cvpo_train, tmp_path, mode)
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["duals"] == b["duals"] and a["duals"][0] != 0.1  # eta moved from its start
     for key in ("obs", "act", "reward"):

@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
-from tiny_config import TINY_CLI
+from tiny_config import ROBUST_CLI, TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
@@ -18,7 +17,6 @@ from robustsafe.experiments.grid import GridSpec, plan_run, train_command
 from robustsafe.experiments.table import collect_table, method_name
 from robustsafe.runstate import load_state
 
-TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py
 TINY = [
     *TINY_CLI,
     "--set",
@@ -31,17 +29,12 @@ TINY = [
     "focops.nu_init=0.5",  # nu moves every epoch (down, at the toy's low costs)
     "--no-progress",
 ]
-ROBUST = ["--set", "robust.schedule_start=0", "--set", "robust.schedule_length=1"]
+
+FOCOPS_NETS = ("actor", "v_reward", "v_cost", "critics")  # the value nets too
 
 
 def focops_train(out: Path, *extra: str) -> int:
-    return main(["train", "--algo", "focops", "--env", TOY, "--out", str(out), *TINY, *extra])
-
-
-def _params(run: Path) -> torch.Tensor:
-    agent = load_agent(run)
-    nets = (agent.actor, agent.v_reward, agent.v_cost, agent.critics)
-    return torch.cat([p.flatten() for m in nets for p in m.state_dict().values()])
+    return cli_train("focops", out, TINY, *extra)
 
 
 def test_cli_trains_focops_and_evaluation_knows_it(tmp_path, capsys):
@@ -54,20 +47,7 @@ def test_cli_trains_focops_and_evaluation_knows_it(tmp_path, capsys):
     assert float(rows[1]["nu"]) < 0.5  # the toy's episodes cost less than the limit 5
     assert "nu" in load_state(run / "state.pt")["learner"]
     assert load_agent(run).config.algo == "focops"
-    out = tmp_path / "eval.json"
-    args = [
-        "evaluate",
-        "--run",
-        str(run),
-        "--episodes",
-        "2",
-        "--env-workers",
-        "0",
-        "--num-envs",
-        "2",
-    ]
-    assert main([*args, "--attacks", "none,mc,mr", "--out", str(out), "--no-progress"]) == 0
-    data = json.loads(out.read_text())
+    data = cli_evaluate(run, tmp_path / "eval.json", "none,mc,mr")
     assert data["train_algo"] == "focops"
     assert [r["attack"] for r in data["results"]] == ["none", "mc", "mr"]
 
@@ -75,7 +55,7 @@ def test_cli_trains_focops_and_evaluation_knows_it(tmp_path, capsys):
 @pytest.mark.parametrize("mode", ["adv-mc", "sa-mr"])
 def test_focops_trains_in_robust_modes(tmp_path, mode):
     run = tmp_path / mode
-    assert focops_train(run, "--epochs", "1", "--mode", mode, *ROBUST) == 0
+    assert focops_train(run, "--epochs", "1", "--mode", mode, *ROBUST_CLI) == 0
     row = next(csv.DictReader((run / "metrics.csv").open()))
     assert float(row["epsilon"]) > 0
     if mode.startswith("sa-"):  # SA's regulariser went into the FOCOPS actor loss
@@ -86,12 +66,7 @@ def test_focops_trains_in_robust_modes(tmp_path, mode):
 
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])
 def test_focops_resume_is_bit_identical(tmp_path, mode):
-    robust = ROBUST if mode != "vanilla" else []
-    full, cut = tmp_path / "full", tmp_path / "cut"
-    assert focops_train(full, "--epochs", "3", "--mode", mode, *robust) == 0
-    assert focops_train(cut, "--epochs", "2", "--mode", mode, *robust) == 0
-    assert main(["train", "--resume", "--out", str(cut), "--epochs", "3", "--no-progress"]) == 0
-    assert torch.equal(_params(full), _params(cut))
+    full, cut = full_and_resumed(focops_train, tmp_path, mode, FOCOPS_NETS)
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["nu"] == b["nu"] != 0.5
 

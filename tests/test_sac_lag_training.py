@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tiny_config import TINY_CLI
+from tiny_config import TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed
 
 from robustsafe.agent import load_agent
-from robustsafe.cli import main
 from robustsafe.config import preset
 from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
 from robustsafe.experiments.table import collect_table
@@ -21,7 +20,6 @@ from robustsafe.nets import SquashedGaussianActor
 from robustsafe.runstate import load_state
 from robustsafe.schedule import epsilon_at
 
-TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py; 20-step episodes
 TINY = [
     *TINY_CLI,
     "--set",
@@ -38,17 +36,10 @@ TINY = [
     "sac.lambda_lr=0.05",
     "--no-progress",
 ]
-ROBUST = ["--set", "robust.schedule_start=0", "--set", "robust.schedule_length=1"]
 
 
 def sac_train(out: Path, *extra: str) -> int:
-    return main(["train", "--algo", "sac-lag", "--env", TOY, "--out", str(out), *TINY, *extra])
-
-
-def _params(run: Path) -> torch.Tensor:
-    agent = load_agent(run)
-    nets = (agent.actor, agent.critics)
-    return torch.cat([p.flatten() for m in nets for p in m.state_dict().values()])
+    return cli_train("sac-lag", out, TINY, *extra)
 
 
 def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
@@ -68,20 +59,7 @@ def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
     # The agent's critics are the learner's own (trained) critics.
     saved = state["learner"]["critics"]["q_cost.heads.0.0.weight"]
     assert torch.equal(agent.critics.q_cost.heads[0][0].weight, saved)
-    out = tmp_path / "eval.json"
-    args = [
-        "evaluate",
-        "--run",
-        str(run),
-        "--episodes",
-        "2",
-        "--env-workers",
-        "0",
-        "--num-envs",
-        "2",
-    ]
-    assert main([*args, "--attacks", "none,mc,mr", "--out", str(out), "--no-progress"]) == 0
-    data = json.loads(out.read_text())
+    data = cli_evaluate(run, tmp_path / "eval.json", "none,mc,mr")
     assert data["train_algo"] == "sac-lag" and data["train_alpha"] == 0.001
     assert [r["attack"] for r in data["results"]] == ["none", "mc", "mr"]
 
@@ -94,12 +72,7 @@ def test_sac_alpha_is_set_from_the_command_line(tmp_path):
 
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])
 def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
-    robust = ROBUST if mode != "vanilla" else []
-    full, cut = tmp_path / "full", tmp_path / "cut"
-    assert sac_train(full, "--epochs", "3", "--mode", mode, *robust) == 0
-    assert sac_train(cut, "--epochs", "2", "--mode", mode, *robust) == 0
-    assert main(["train", "--resume", "--out", str(cut), "--epochs", "3", "--no-progress"]) == 0
-    assert torch.equal(_params(full), _params(cut))
+    full, cut = full_and_resumed(sac_train, tmp_path, mode)
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["lam"] == b["lam"] != 0.5
     for key in ("obs", "act", "reward"):

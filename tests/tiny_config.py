@@ -1,9 +1,17 @@
-"""The small training configurations the tests share."""
+"""The small training configurations the tests share, and the command-line steps of the learners'
+suites (train, evaluate, compare parameters) on the toy env."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import torch
+
+from robustsafe.agent import load_agent
+from robustsafe.cli import main
 from robustsafe.config import PPOLagConfig, TrainConfig
 
 
@@ -31,3 +39,46 @@ TINY_CLI = [
     "--set",
     "ppo.hidden=[8,8]",
 ]
+
+TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py; 20-step episodes
+
+# The robust modes at full strength from the first epoch (no warm-up of the attack budget).
+ROBUST_CLI = ["--set", "robust.schedule_start=0", "--set", "robust.schedule_length=1"]
+
+
+def cli_train(algo: str, out: Path, settings: list[str], *extra: str) -> int:
+    """``robustsafe train --algo ALGO`` on the toy env into ``out``, with the learner's tiny
+    ``settings`` (TINY_CLI and its own) and then ``extra``: the exit status."""
+    return main(["train", "--algo", algo, "--env", TOY, "--out", str(out), *settings, *extra])
+
+
+def cli_evaluate(run: Path, out: Path, attacks: str) -> dict[str, Any]:
+    """``robustsafe evaluate`` of ``run`` against ``attacks`` (2 episodes on 2 in-process envs),
+    asserted to succeed: the JSON file it wrote to ``out``."""
+    args = ["evaluate", "--run", str(run), "--episodes", "2", "--env-workers", "0"]
+    args += ["--num-envs", "2", "--attacks", attacks, "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    return json.loads(out.read_text())
+
+
+def agent_params(run: Path, nets: tuple[str, ...] = ("actor", "critics")) -> torch.Tensor:
+    """The parameters of the agent saved in ``run``'s networks ``nets``, as one flat tensor."""
+    agent = load_agent(run)
+    modules = [getattr(agent, name) for name in nets]
+    return torch.cat([p.flatten() for m in modules for p in m.state_dict().values()])
+
+
+def full_and_resumed(
+    train: Callable[..., int], root: Path, mode: str, nets: tuple[str, ...] = ("actor", "critics")
+) -> tuple[Path, Path]:
+    """Two runs of ``train`` (``train(out, *extra)``) in ``mode`` under ``root``, a robust mode at
+    full strength from the start: ``full``, 3 epochs straight, and ``cut``, 2 epochs then resumed
+    to 3. Asserts that each step succeeds and that the two agents' networks ``nets`` are
+    bit-identical; returns (full, cut)."""
+    robust = ROBUST_CLI if mode != "vanilla" else []
+    full, cut = root / "full", root / "cut"
+    assert train(full, "--epochs", "3", "--mode", mode, *robust) == 0
+    assert train(cut, "--epochs", "2", "--mode", mode, *robust) == 0
+    assert main(["train", "--resume", "--out", str(cut), "--epochs", "3", "--no-progress"]) == 0
+    assert torch.equal(agent_params(full, nets), agent_params(cut, nets))
+    return full, cut

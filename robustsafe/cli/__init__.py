@@ -10,7 +10,8 @@ One module per group of commands; each adds its subcommands to the parser with a
 - ``grid``: ``robustsafe grid``, ``table``, ``report``
 - ``plot``: ``robustsafe plot curves|sweep``, ``xi-sweep``
 - ``tabular``: ``robustsafe tabular demo``
-- ``_common``: the one-line user error and the output-file checks they share
+- ``_common``: what they share: the one-line user error, the output-file checks, the agent of
+  ``--run``, the environments and the agent fields of an evaluation file
 """
 
 from __future__ import annotations

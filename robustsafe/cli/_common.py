@@ -1,4 +1,5 @@
-"""What the commands share: the one-line user error, the help formatter, output checks."""
+"""What the commands share: the one-line user error, the help formatter, output checks, the
+agent of ``--run`` and the environments it acts in."""
 
 from __future__ import annotations
 
@@ -63,6 +64,51 @@ def _write_or_keep(path: Path, write: Callable[[Path], None]) -> None:
         raise CLIError(
             f"cannot write {path}: {reason}; the results were saved in {fallback} instead"
         ) from None
+
+
+# ----------------------------------------------------------------------------- agents
+
+
+def _load_run_agent(run: str):
+    """The agent of ``--run`` (a run directory or agent .pt file); a missing or unreadable one
+    is a user error."""
+    from robustsafe.agent import load_agent
+
+    try:
+        return load_agent(run)
+    except (FileNotFoundError, ValueError) as err:
+        raise CLIError(str(err)) from None
+
+
+def _open_vec_env(args: argparse.Namespace, env_id: str, num_envs: int, env_kwargs=None):
+    """``num_envs`` environments seeded with ``--seed`` and stepped by ``--env-workers``
+    subprocesses; an unknown id or a bad count is a user error."""
+    from robustsafe.envs import VectorEnv
+
+    try:
+        return VectorEnv(
+            env_id, num_envs, seed=args.seed, workers=args.env_workers, env_kwargs=env_kwargs
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+
+
+def _agent_eval_fields(args: argparse.Namespace, agent) -> dict:
+    """What an evaluation file (evaluate, xi-sweep) records of the agent and of its episodes, in
+    this order."""
+    return {
+        "agent_epoch": agent.epoch,
+        "train_algo": agent.config.algo,
+        "train_alpha": agent.config.sac.alpha if agent.config.algo == "sac-lag" else None,
+        "train_mode": agent.config.robust.mode,
+        "train_seed": agent.config.seed,
+        "train_preset": agent.config.preset,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "attack_seed": args.attack_seed,
+        "actions": "deterministic (mean)",
+        "epsilon_space": args.attack_space,
+    }
 
 
 # ----------------------------------------------------------------------------- parsing

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from robustsafe.cli._common import (
     CLIError,
+    _agent_eval_fields,
     _check_output,
+    _load_run_agent,
+    _open_vec_env,
     _sweep_files,
     _write_or_keep,
     add_env_workers_option,
@@ -20,8 +23,6 @@ from robustsafe.config import MAX_EPSILON
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
 
-    from robustsafe.agent import load_agent
-    from robustsafe.envs import VectorEnv
     from robustsafe.evaluate import (
         evaluate_agent,
         format_table,
@@ -35,10 +36,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     _one_policy_source(args)
     if args.run is None:
         return _evaluate_foreign(args)
-    try:
-        agent = load_agent(args.run)
-    except (FileNotFoundError, ValueError) as err:
-        raise CLIError(str(err)) from None
+    agent = _load_run_agent(args.run)
     env_id = args.env or agent.config.env_id
     if env_id != agent.config.env_id and not args.allow_other_env:
         raise CLIError(
@@ -75,16 +73,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.video_episodes < 1:
             raise CLIError(f"--video-episodes must be >= 1, got {args.video_episodes}")
     num_envs = min(args.num_envs, args.episodes)
-    try:
-        vec = VectorEnv(
-            env_id,
-            num_envs,
-            seed=args.seed,
-            workers=args.env_workers,
-            env_kwargs=agent.config.env_kwargs,
-        )
-    except ValueError as err:
-        raise CLIError(str(err)) from None
+    vec = _open_vec_env(args, env_id, num_envs, agent.config.env_kwargs)
     n_runs = 1 + sum(len([e for e in epsilons if e > 0]) for a in attacks if a != "none")
     bar = None
     if not args.no_progress:
@@ -114,17 +103,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     payload = {
         "agent": str(args.run),
         "env_id": env_id,
-        "agent_epoch": agent.epoch,
-        "train_algo": agent.config.algo,
-        "train_alpha": agent.config.sac.alpha if agent.config.algo == "sac-lag" else None,
-        "train_mode": agent.config.robust.mode,
-        "train_seed": agent.config.seed,
-        "train_preset": agent.config.preset,
-        "episodes": args.episodes,
-        "seed": args.seed,
-        "attack_seed": args.attack_seed,
-        "actions": "deterministic (mean)",
-        "epsilon_space": args.attack_space,
+        **_agent_eval_fields(args, agent),
         "xi": args.xi,
         "cost_limit": cost_limit_of(agent.config),
         "results": [r.to_dict() for r in results],
@@ -260,10 +239,6 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
 
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("evaluate", help="evaluate an agent with deterministic actions")
-    e.add_argument(
-        "--run",
-        help="run directory or agent .pt file (default: none; give one of --run, --policy, --sb3)",
-    )
     _add_policy_options(e)
     e.add_argument(
         "--critics",

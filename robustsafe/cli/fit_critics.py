@@ -5,25 +5,28 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError, _check_output, _write_or_keep, add_env_workers_option
+from robustsafe.cli._common import (
+    CLIError,
+    _check_output,
+    _load_run_agent,
+    _open_vec_env,
+    _write_or_keep,
+    add_env_workers_option,
+)
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
 
 
 def cmd_fit_critics(args: argparse.Namespace) -> int:
     import torch
 
-    from robustsafe.agent import load_agent, save_agent
-    from robustsafe.envs import VectorEnv
+    from robustsafe.agent import save_agent
     from robustsafe.fit_critics import fit_critics
 
     torch.set_num_threads(1)
     _one_policy_source(args)
     if args.run is None:
         return _fit_critics_foreign(args)
-    try:
-        agent = load_agent(args.run)
-    except (FileNotFoundError, ValueError) as err:
-        raise CLIError(str(err)) from None
+    agent = _load_run_agent(args.run)
     if args.steps < 1:
         raise CLIError(f"--steps must be >= 1, got {args.steps}")
     run = Path(args.run)
@@ -35,16 +38,7 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else src
     _check_output(out, args.force)
     env_id = args.env or agent.config.env_id
-    try:
-        vec = VectorEnv(
-            env_id,
-            args.num_envs,
-            seed=args.seed,
-            workers=args.env_workers,
-            env_kwargs=agent.config.env_kwargs,
-        )
-    except ValueError as err:
-        raise CLIError(str(err)) from None
+    vec = _open_vec_env(args, env_id, args.num_envs, agent.config.env_kwargs)
     try:
         history = fit_critics(
             agent,
@@ -78,7 +72,6 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
 
 
 def _fit_critics_foreign(args: argparse.Namespace) -> int:
-    from robustsafe.envs import VectorEnv
     from robustsafe.fit_critics import fit_policy_critics, resolve_exploration_std, save_critics
 
     if args.steps < 1:
@@ -88,10 +81,7 @@ def _fit_critics_foreign(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _check_output(out, args.force)
     policy = _foreign_policy(args)
-    try:
-        vec = VectorEnv(args.env, args.num_envs, seed=args.seed, workers=args.env_workers)
-    except ValueError as err:
-        raise CLIError(str(err)) from None
+    vec = _open_vec_env(args, args.env, args.num_envs)
     try:
         std = resolve_exploration_std(policy, vec.act_dim, args.exploration_std)
         print(
@@ -120,10 +110,6 @@ def _fit_critics_foreign(args: argparse.Namespace) -> int:
 
 def add_fit_critics(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("fit-critics", help="fit the attackers' Q critics for an agent")
-    f.add_argument(
-        "--run",
-        help="run directory or agent .pt file (default: none; give one of --run, --policy, --sb3)",
-    )
     _add_policy_options(f)
     f.add_argument(
         "--exploration-std",

@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError, add_env_workers_option
+from robustsafe.cli._common import (
+    CLIError,
+    _agent_eval_fields,
+    _load_run_agent,
+    _open_vec_env,
+    add_env_workers_option,
+)
 
 
 def cmd_xi_sweep(args: argparse.Namespace) -> int:
     import torch
 
-    from robustsafe.agent import load_agent
-    from robustsafe.envs import VectorEnv
     from robustsafe.evaluate import write_json_atomic
     from robustsafe.experiments.xi_sweep import (
         XI_EVAL_NAME,
@@ -22,24 +26,17 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     )
 
     torch.set_num_threads(1)
+    agent = _load_run_agent(args.run)
     try:
-        agent = load_agent(args.run)
         xis = parse_xis(args.xi)
-    except (FileNotFoundError, ValueError) as err:
+    except ValueError as err:
         raise CLIError(str(err)) from None
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     eps = args.eps if args.eps is not None else agent.config.robust.epsilon
-    try:
-        vec = VectorEnv(
-            agent.config.env_id,
-            min(args.num_envs, args.episodes),
-            seed=args.seed,
-            workers=args.env_workers,
-            env_kwargs=agent.config.env_kwargs,
-        )
-    except ValueError as err:
-        raise CLIError(str(err)) from None
+    vec = _open_vec_env(
+        args, agent.config.env_id, min(args.num_envs, args.episodes), agent.config.env_kwargs
+    )
     try:
         results = evaluate_xi_sweep(
             agent,
@@ -61,17 +58,7 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
         "format": XI_FORMAT,
         "agent": str(args.run),
         "env_id": agent.config.env_id,
-        "agent_epoch": agent.epoch,
-        "train_algo": agent.config.algo,
-        "train_alpha": agent.config.sac.alpha if agent.config.algo == "sac-lag" else None,
-        "train_mode": agent.config.robust.mode,
-        "train_seed": agent.config.seed,
-        "train_preset": agent.config.preset,
-        "episodes": args.episodes,
-        "seed": args.seed,
-        "attack_seed": args.attack_seed,
-        "actions": "deterministic (mean)",
-        "epsilon_space": args.attack_space,
+        **_agent_eval_fields(args, agent),
         "epsilon": eps,
         "xi_values": xis,
         "results": results,

@@ -39,6 +39,11 @@ def _foreign_policy(args: argparse.Namespace):
 
 
 def _add_policy_options(p: argparse.ArgumentParser) -> None:
+    """``--run``, ``--policy``, ``--sb3``, ``--trust-pickle``, ``--action-std``."""
+    p.add_argument(
+        "--run",
+        help="run directory or agent .pt file (default: none; give one of --run, --policy, --sb3)",
+    )
     p.add_argument(
         "--policy",
         metavar="MODULE:ATTR",

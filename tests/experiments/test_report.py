@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from markdown_cells import markdown_tables
 from test_plots import write_run
 
 from robustsafe.cli import main
@@ -63,23 +64,6 @@ class Page(HTMLParser):
     def handle_data(self, data):
         if self._cell is not None:
             self._cell.append(data)
-
-
-def markdown_tables(text: str) -> list[list[list[str]]]:
-    """The pipe tables of a Markdown text, cells without the ** marks."""
-    tables, current = [], None
-    for line in text.splitlines():
-        if line.startswith("|"):
-            if set(line) <= set("|-: "):
-                continue
-            cells = [c.strip().replace("**", "") for c in line.strip().strip("|").split("|")]
-            if current is None:
-                current = []
-                tables.append(current)
-            current.append(cells)
-        else:
-            current = None
-    return tables
 
 
 def write_eval(run: Path, mode: str, seed: int, reward: float, cost: float) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from markdown_cells import markdown_tables
 
 from robustsafe.experiments.report import write_report
 
@@ -153,23 +154,6 @@ def show(browser, page: Path, video_wait_s: float = 10.0) -> Shown:
 # ----------------------------------------------------------------------------- what is expected
 
 
-def markdown_tables(text: str) -> list[list[list[str]]]:
-    """The pipe tables of a Markdown text, cells as the page shows them (no ** or ` marks)."""
-    tables, current = [], None
-    for line in text.splitlines():
-        if line.startswith("|"):
-            if set(line) <= set("|-: "):
-                continue
-            cells = [re.sub(r"\*\*|`", "", c).strip() for c in line.strip().strip("|").split("|")]
-            if current is None:
-                current = []
-                tables.append(current)
-            current.append(cells)
-        else:
-            current = None
-    return tables
-
-
 @dataclass
 class Expected:
     tables: list[list[list[str]]] | None  # every table but Runs, cell for cell (None: unchecked)
@@ -190,7 +174,8 @@ def committed_expectation(root: Path) -> Expected:
         runs.add((env, method[env, mode], seed.removeprefix("seed")))
         run_files |= {cfg.parent / n for n in RUN_FILES if (cfg.parent / n).exists()}
     mds = [root / "table.md", *sorted(root.glob("table-*.md"))]  # Table 1 first
-    tables = [t for md in mds for t in markdown_tables(md.read_text())]
+    # the cells as the page shows them: no ** or ` marks
+    tables = [t for md in mds for t in markdown_tables(md.read_text(), marks=r"\*\*|`")]
     return Expected(tables, runs, run_files, figures=[root / "training_curves.png"], videos=[])
 
 

@@ -9,9 +9,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from robustsafe.config import TrainConfig, to_dict
+from robustsafe.config import TrainConfig
 from robustsafe.experiments.grid.spec import (
     Action,
     EvalStatus,
@@ -19,6 +18,7 @@ from robustsafe.experiments.grid.spec import (
     TrainStatus,
     resolve_train_config,
 )
+from robustsafe.rundir import flat_settings
 
 
 @dataclass(frozen=True)
@@ -77,17 +77,7 @@ def evaluation_is_current(run_dir: Path, spec: GridSpec, epsilon: float) -> bool
 
 def _settings_difference(saved: TrainConfig, wanted: TrainConfig) -> list[str]:
     """Dotted names of the settings (other than epochs and workers) that differ."""
-
-    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in d.items():
-            if isinstance(v, dict):
-                out.update(flat(v, f"{prefix}{k}."))
-            else:
-                out[f"{prefix}{k}"] = v
-        return out
-
-    a, b = flat(to_dict(saved)), flat(to_dict(wanted))
+    a, b = flat_settings(saved), flat_settings(wanted)
     ignore = {"epochs", "workers"}
     return sorted(k for k in a.keys() | b.keys() if k not in ignore and a.get(k) != b.get(k))
 
