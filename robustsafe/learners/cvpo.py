@@ -51,7 +51,7 @@ import torch
 from robustsafe.buffers import ReplayBuffer, Rollout
 from robustsafe.config import CVPOConfig
 from robustsafe.critics import QCritics, _polyak
-from robustsafe.learners.sac_lag import critic_loss, q_targets, qc_threshold
+from robustsafe.learners.sac_lag import critic_step, qc_threshold
 from robustsafe.nets import SquashedGaussianActor, ValueCritic
 
 ETA_MIN = 1e-6  # eta > 0: the dual's lower bound (the CVPO code's)
@@ -291,28 +291,17 @@ class CVPO:
         return m
 
     def _critic_step(self, b: dict[str, torch.Tensor], generator: torch.Generator) -> float:
-        with torch.no_grad():
-            a_next, _ = self.actor.sample(b["next_obs"], generator)
-            y_r, y_c = q_targets(
-                b["reward"],
-                b["cost"],
-                b["done"],
-                self.target.q_reward(b["next_obs"], a_next),
-                self.target.q_cost(b["next_obs"], a_next),
-                torch.zeros_like(b["reward"]),
-                self.cfg.gamma,
-                0.0,  # no entropy term
-            )
-        loss = critic_loss(
-            self.critics.q_reward.all_heads(b["obs"], b["act"]),
-            self.critics.q_cost(b["obs"], b["act"]),
-            y_r,
-            y_c,
+        # plain targets (no entropy term), a' from the current actor (CVPO section 4.3)
+        return critic_step(
+            self.actor,
+            self.critics,
+            self.target,
+            self.critic_optim,
+            b,
+            generator,
+            self.cfg.gamma,
+            0.0,
         )
-        self.critic_optim.zero_grad(set_to_none=True)
-        loss.backward()
-        self.critic_optim.step()
-        return float(loss.detach())
 
     @torch.no_grad()
     def _estep(self, obs: torch.Tensor, generator: torch.Generator):

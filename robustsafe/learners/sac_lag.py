@@ -77,6 +77,45 @@ def lagrange_step(lam: float, qc_estimate: float, threshold: float, lr: float) -
     return max(0.0, lam + lr * (qc_estimate - threshold))
 
 
+def critic_step(
+    actor: SquashedGaussianActor,
+    critics: QCritics,
+    target: QCritics,
+    optim: torch.optim.Optimizer,
+    b: dict[str, torch.Tensor],
+    generator: torch.Generator,
+    gamma: float,
+    alpha: float,
+) -> float:
+    """One gradient step of Q_r (every head) and Q_c on a replay batch, towards the targets of
+    ``q_targets`` with a' ~ pi(.|s') of the current actor: soft targets for ``alpha`` > 0, plain
+    ones for ``alpha`` = 0 (CVPO). Returns the loss."""
+    with torch.no_grad():
+        a_next, logp_next = actor.sample(b["next_obs"], generator)
+        if alpha == 0.0:
+            logp_next = torch.zeros_like(b["reward"])
+        y_r, y_c = q_targets(
+            b["reward"],
+            b["cost"],
+            b["done"],
+            target.q_reward(b["next_obs"], a_next),
+            target.q_cost(b["next_obs"], a_next),
+            logp_next,
+            gamma,
+            alpha,
+        )
+    loss = critic_loss(
+        critics.q_reward.all_heads(b["obs"], b["act"]),
+        critics.q_cost(b["obs"], b["act"]),
+        y_r,
+        y_c,
+    )
+    optim.zero_grad(set_to_none=True)
+    loss.backward()
+    optim.step()
+    return float(loss.detach())
+
+
 class SACLagrangian:
     """An ``OffPolicyLearner`` (``robustsafe.learners.base``)."""
 
@@ -120,27 +159,16 @@ class SACLagrangian:
         """One gradient step: critics, actor, multiplier, then the targets' polyak average."""
         cfg = self.cfg
         b = {k: torch.as_tensor(v) for k, v in batch.items()}
-        with torch.no_grad():
-            a_next, logp_next = self.actor.sample(b["next_obs"], generator)
-            y_r, y_c = q_targets(
-                b["reward"],
-                b["cost"],
-                b["done"],
-                self.target.q_reward(b["next_obs"], a_next),
-                self.target.q_cost(b["next_obs"], a_next),
-                logp_next,
-                cfg.gamma,
-                cfg.alpha,
-            )
-        loss_q = critic_loss(
-            self.critics.q_reward.all_heads(b["obs"], b["act"]),
-            self.critics.q_cost(b["obs"], b["act"]),
-            y_r,
-            y_c,
+        loss_q = critic_step(
+            self.actor,
+            self.critics,
+            self.target,
+            self.critic_optim,
+            b,
+            generator,
+            cfg.gamma,
+            cfg.alpha,
         )
-        self.critic_optim.zero_grad(set_to_none=True)
-        loss_q.backward()
-        self.critic_optim.step()
 
         act, logp = self.actor.sample(b["obs"], generator)
         q_r = self.critics.q_reward(b["obs"], act)
@@ -154,7 +182,7 @@ class SACLagrangian:
         self.lam = lagrange_step(self.lam, qc_estimate, self.qc_threshold, cfg.lambda_lr)
         _polyak(self.target, self.critics, cfg.polyak)
         return {
-            "loss_q": float(loss_q.detach()),
+            "loss_q": loss_q,
             "loss_pi": float(loss_pi.detach()),
             "q_reward": float(q_r.detach().mean()),
             "q_cost": qc_estimate,
