@@ -8,7 +8,7 @@ PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
-.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,mujoco]"
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,mujoco,sb3]"
 # the browser of the browser test (root with apt-get: Debian's chromium; otherwise a note)
 bash scripts/install-browser.sh
 echo "RobustSafe installed in .venv (activate with: . .venv/bin/activate)"

@@ -38,3 +38,15 @@ if TOY_ID not in gym.registry:
 @pytest.fixture(scope="session")
 def toy_env_id() -> str:
     return TOY_ID
+
+
+@pytest.fixture
+def sb3():
+    """Stable-Baselines3 (the ``sb3`` extra, which the reproducible set-up installs): the test
+    skips without it, except under CI (``CI`` set), where its absence is a failure."""
+    import importlib
+    import os
+
+    if os.environ.get("CI"):
+        return importlib.import_module("stable_baselines3")
+    return pytest.importorskip("stable_baselines3", reason='pip install -e ".[sb3]"')

@@ -44,8 +44,7 @@ def test_attack_blackbox_example(tmp_path):
 
 
 @pytest.mark.slow
-def test_attack_sb3_ppo_example(tmp_path):
-    pytest.importorskip("stable_baselines3")
+def test_attack_sb3_ppo_example(tmp_path, sb3):
     out = _run("attack_sb3_ppo.py", tmp_path, EXAMPLE_SAVE=str(tmp_path / "ppo.zip"))
     assert "\nmc " in out and "\nmr " in out and "Δreward (paired)" in out
     # the saved model through the command line, weights-only (no unpickling)

@@ -174,10 +174,6 @@ def test_mc_on_a_plain_torch_module_raises_its_cost_value():
 # ----------------------------------------------------------------------------- SB3
 
 
-def _sb3_or_skip():
-    return pytest.importorskip("stable_baselines3")
-
-
 def _spaces(low: float = -2.0, high: float = 2.0):
     import gymnasium as gym
 
@@ -187,8 +183,7 @@ def _spaces(low: float = -2.0, high: float = 2.0):
     )
 
 
-def test_sb3_ppo_and_sac_policies_conform_and_match_predict():
-    _sb3_or_skip()
+def test_sb3_ppo_and_sac_policies_conform_and_match_predict(sb3):
     from stable_baselines3.common.policies import ActorCriticPolicy
     from stable_baselines3.sac.policies import SACPolicy
 
@@ -209,8 +204,7 @@ def test_sb3_ppo_and_sac_policies_conform_and_match_predict():
     assert SB3Policy(ppo).action_std is not None and SB3Policy(sac).action_std is None
 
 
-def test_load_sb3_reads_weights_only_and_needs_trust_for_pickled_settings(tmp_path):
-    _sb3_or_skip()
+def test_load_sb3_reads_weights_only_and_needs_trust_for_pickled_settings(tmp_path, sb3):
     from stable_baselines3 import PPO
 
     from robustsafe.envs import make
