@@ -13,11 +13,13 @@
   natural mean of the same runs (``↓`` lower, ``↑`` higher); our cells add the pooled std. The
   Markdown file also compares minr with MC and MR (the same runs' ``mc`` / ``mr``
   evaluations). Written when some run has a ``minr`` evaluation.
-- ``<prefix>-cvpo.{md,csv,tex}``: CVPO's table "Evaluation results of natural performance (no
-  attack) and under MAD, MC, and MR attackers of CVPO" (``tab:exp-cvpo-append``): the CVPO rows
-  of Table 1 (``robustsafe grid --algos cvpo``) with the Natural, MAD, MC and MR columns; the
-  paper's runs are vanilla CVPO on Car-Run and Car-Circle at epsilon 0.05. Written when some run
-  is CVPO's.
+- The other learners' tables (``LEARNER_TABLES``), each the learner's rows of Table 1 with the
+  paper's columns, written when some run is that learner's: ``<prefix>-focops.{md,csv,tex}``
+  (``tab:exp-focops-append``: FOCOPS-vanilla, FOCOPS(MC), FOCOPS(MR) under no attack, MAD, MC
+  and MR), ``<prefix>-sac-lag.*`` (``tab:exp-sacl-append``: one group of rows per entropy weight
+  alpha, under no attack, MC and MR) and ``<prefix>-cvpo.*`` (``tab:exp-cvpo-append``: CVPO
+  under no attack, MAD, MC and MR). The paper's runs are on Car-Run and Car-Circle at epsilon
+  0.05.
 - ``<prefix>-mix.{md,csv,tex}``: the MC/MR mixture table "Evaluation results under different
   ratio of MC and MR attackers of PPOL" (Table 7, ``tab:exp-ppol-mcmr-append``). ``mix:W``
   maximises ``W Q_c + (1 - W) Q_r``, the paper's ``w x MC + (1 - w) x MR``: W = 0.75 is its
@@ -73,13 +75,21 @@ APPENDIX_COLUMNS: tuple[tuple[str, str], ...] = (
 # paper's minimum-reward and mixture tables show PPOL-vanilla and ADV-PPOL(MC/MR)
 APPENDIX_ATTACKS: tuple[str, ...] = ("minr", "mix:0.25", "mix:0.5", "mix:0.75")
 APPENDIX_MODES: tuple[str, ...] = ("vanilla", "adv-mc", "adv-mr")
-# CVPO's appendix table (``tab:exp-cvpo-append``): natural performance and three attackers
+# The other learners' appendix tables: file suffix and columns per learner (``tab:exp-focops-
+# append`` and ``tab:exp-cvpo-append``: natural and MAD / MC / MR; ``tab:exp-sacl-append``:
+# natural and MC / MR, rows per entropy weight)
 CVPO_COLUMNS: tuple[tuple[str, str], ...] = (
     ("none", "Natural"),
     ("mad", "MAD"),
     ("mc", "MC"),
     ("mr", "MR"),
 )
+SAC_LAG_COLUMNS: tuple[tuple[str, str], ...] = (("none", "Natural"), ("mc", "MC"), ("mr", "MR"))
+LEARNER_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "focops": CVPO_COLUMNS,
+    "sac-lag": SAC_LAG_COLUMNS,
+    "cvpo": CVPO_COLUMNS,
+}
 MIX_WEIGHTS: tuple[float, ...] = (1.0, 0.75, 0.5, 0.25, 0.0)
 _MIX_RATIOS = {1.0: "MC", 0.75: "MC:MR = 3:1", 0.5: "MC:MR = 1:1", 0.25: "MC:MR = 1:3", 0.0: "MR"}
 MINR_COMPARED = (("none", "Natural"), ("minr", "MinR"), ("mc", "MC"), ("mr", "MR"))
@@ -591,9 +601,9 @@ def _write(path: Path, text: str) -> Path:
 
 
 def learner_table(table: ResultsTable, algo: str) -> ResultsTable:
-    """Table 1's rows of one learner (marks and stars are per learner already), with the notes
-    that name it."""
-    rows = tuple(r for r in table.rows if r.algo == algo)
+    """Table 1's rows of one learner (marks and stars are per learner already; SAC-Lag's rows of
+    every entropy weight, ``sac-lag:<alpha>``), with the notes that name it."""
+    rows = tuple(r for r in table.rows if r.algo.split(":", 1)[0] == algo)
     name = _ALGO_NAMES.get(algo, algo)
     return ResultsTable(rows, tuple(n for n in table.notes if name in n), table.source)
 
@@ -605,7 +615,8 @@ def write_appendix(
 ) -> list[Path]:
     """Write the appendix tables of ``runs_dir`` next to Table 1 (see the module docstring).
 
-    ``<prefix>-appendix.{md,csv,tex}`` always; ``<prefix>-cvpo.*`` when some run is CVPO's;
+    ``<prefix>-appendix.{md,csv,tex}`` always; ``<prefix>-<learner>.*`` (FOCOPS, SAC-Lag, CVPO)
+    when some run is that learner's;
     ``<prefix>-minr.*`` and ``<prefix>-mix.*`` when
     some run has a ``minr`` / ``mix:W`` evaluation (with the mixture figure,
     ``<prefix>-mix-figure.{png,pdf,csv}``); the AMAD xi figure when some run has an
@@ -625,13 +636,14 @@ def write_appendix(
         _write(named("-appendix.csv"), format_csv(table, columns=APPENDIX_COLUMNS)),
         _write(named("-appendix.tex"), format_latex(table, columns=APPENDIX_COLUMNS)),
     ]
-    cvpo = learner_table(table, "cvpo")
-    if cvpo.rows:
-        paths += [
-            _write(named("-cvpo.md"), format_markdown(cvpo, columns=CVPO_COLUMNS)),
-            _write(named("-cvpo.csv"), format_csv(cvpo, columns=CVPO_COLUMNS)),
-            _write(named("-cvpo.tex"), format_latex(cvpo, columns=CVPO_COLUMNS)),
-        ]
+    for algo, columns in LEARNER_TABLES.items():
+        rows = learner_table(table, algo)
+        if rows.rows:
+            paths += [
+                _write(named(f"-{algo}.md"), format_markdown(rows, columns=columns)),
+                _write(named(f"-{algo}.csv"), format_csv(rows, columns=columns)),
+                _write(named(f"-{algo}.tex"), format_latex(rows, columns=columns)),
+            ]
     files, read_notes = collect_runs(runs_dir)
     minr_rows, minr_notes = build_minr_table(files)
     if minr_rows:
