@@ -1,10 +1,12 @@
 """Write the compute model's table of measured rates (``robustsafe/experiments/compute_rates.py``).
 
-From the committed Table 1 runs (``benchmarks/results/table1/<env>/<mode>/seed*/metrics.csv``,
-preset ``fast``, 20 envs in 2 worker processes, this 2-core machine): seconds per env step of
-the whole training (wall time over env steps: start-up, checkpoints and updates included) and
-its parts (env stepping, attacks, policy, updates; summed over epochs), pooled over seeds, per
-task and training mode. From ``benchmarks/results/compute/calibration.json``
+From the committed runs (Table 1's, ``benchmarks/results/table1/<env>/<mode>/seed*/metrics.csv``,
+and the other learners', ``benchmarks/results/table1alg/<env>/<learner>-<mode>/...``; preset
+``fast``, 20 envs in 2 worker processes, this 2-core machine): seconds per env step of the
+whole training (wall time over env steps: start-up, checkpoints and updates included) and its
+parts (env stepping, attacks, policy, updates; summed over epochs), pooled over seeds, per task
+and run directory name (the training mode, with the learner in front for learners other than
+PPOL). From ``benchmarks/results/compute/calibration.json``
 (``benchmarks/compute_calibration.py``): each task's raw env rate relative to the reference
 task, and the paper preset's update cost per step relative to fast's.
 
@@ -24,12 +26,15 @@ PARTS = ("time_env", "time_attack", "time_policy", "time_update")
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--runs", default="benchmarks/results/table1")
+    p.add_argument(
+        "--runs", nargs="+", default=["benchmarks/results/table1", "benchmarks/results/table1alg"]
+    )
     p.add_argument("--calibration", default="benchmarks/results/compute/calibration.json")
     p.add_argument("--out", default="robustsafe/experiments/compute_rates.py")
     args = p.parse_args()
     sums: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for metrics in sorted(Path(args.runs).glob("*/*/seed*/metrics.csv")):
+    found = (sorted(Path(d).glob("*/*/seed*/metrics.csv")) for d in args.runs)
+    for metrics in (m for runs in found for m in runs):
         env, mode = metrics.parts[-4], metrics.parts[-3]
         with metrics.open() as f:
             rows = list(csv.DictReader(f))
@@ -50,13 +55,14 @@ def main() -> None:
     )
     text = f'''"""Measured rates of the compute model (``robustsafe.experiments.compute``).
 
-Written by ``python benchmarks/compute_rates.py`` from the committed Table 1 runs' metrics.csv
-({args.runs}, preset fast, 2 cores) and
+Written by ``python benchmarks/compute_rates.py`` from the committed runs' metrics.csv
+({", ".join(args.runs)}; preset fast, 2 cores) and
 {args.calibration}; do not edit.
 """
 
-# "<env>/<mode>": microseconds per env step of a whole fast-preset training (wall: start-up,
-# checkpoints and updates included) and of its parts, summed over epochs; and the runs pooled.
+# "<env>/<run directory name>": microseconds per env step of a whole fast-preset training
+# (wall: start-up, checkpoints and updates included) and of its parts, summed over epochs; and
+# the runs pooled.
 FIELDS = ("wall", "env", "attack", "policy", "update", "runs")
 MEASURED = {{
 {rows}
@@ -72,7 +78,7 @@ RAW_OVER_REFERENCE = {{
 PAPER_UPDATE_FACTOR = {round(cal["paper_update_factor"], 3)!r}
 '''
     Path(args.out).write_text(text)
-    print(f"wrote {args.out}: {len(measured)} (task, mode) rates")
+    print(f"wrote {args.out}: {len(measured)} (task, run) rates")
 
 
 if __name__ == "__main__":

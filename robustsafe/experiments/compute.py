@@ -3,16 +3,21 @@
 A training's wall time is its env steps times seconds per step, the latter from a small table
 of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.py``):
 
-- a (task, mode) with committed runs (Table 1's Car tasks, preset ``fast``, 2 cores, 20 envs in
-  2 worker processes) uses their measured seconds per step: the whole training's wall time
-  (start-up, checkpoints and updates included) over its env steps, pooled over seeds;
+- a (task, run) with committed runs (Table 1's Car tasks and the other learners' runs, preset
+  ``fast``, 2 cores, 20 envs in 2 worker processes; keyed by the run directory's name: ``adv-mc``,
+  ``focops-vanilla``, ``sac-lag-vanilla``) uses their measured seconds per step: the whole
+  training's wall time (start-up, checkpoints and updates included) over its env steps, pooled
+  over seeds;
 - another task uses the reference task's (SafetyCarCircle-v0: the same (256, 256) networks as
-  the Drone and Ant presets) with its env-stepping part scaled by the two tasks' raw
-  random-action rates, measured side by side (``benchmarks/compute_calibration.py``); a task
-  without that measurement uses the reference's rates unchanged (factor 1, stated);
+  the Drone and Ant presets), or for another learner whichever task it was measured on, with
+  the env-stepping part scaled by the two tasks' raw random-action rates, measured side by side
+  (``benchmarks/compute_calibration.py``); a task without that measurement uses the source's
+  rates unchanged (factor 1, stated);
+- a learner measured only in vanilla training adds PPOL's attack time of the mode; SAC-Lag at
+  an entropy weight without runs uses another weight's rates; a learner without any runs counts
+  as PPOL; ``adv-mix:W`` counts as ``adv-mc`` (each stated in the basis column);
 - preset ``paper`` multiplies the update part by the measured paper/fast update cost per step
-  (full-batch 80-pass updates); ``adv-mix:W`` counts as ``adv-mc``, other learners than PPOL as
-  PPOL in the same mode (both stated in the basis column).
+  (PPOL's full-batch 80-pass updates).
 
 An evaluation's env steps are episodes x episode length per attacker; its seconds per step are
 the task's env + policy parts (natural, random) or env + attack + policy of ``adv-mc`` (the
@@ -25,7 +30,7 @@ them). ``robustsafe grid --dry-run`` prints the model's numbers after the plan.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from robustsafe.experiments import compute_rates as rates
 
@@ -60,6 +65,27 @@ def _parts(key: str) -> StepCost:
     return StepCost(wall, env, attack, policy, update, "measured")
 
 
+def _labels(mode: str, algo: str) -> tuple[str, ...]:
+    """Run-directory names whose rates stand for (mode, algo), best first: the grid's own
+    (``adv-mc``, ``focops-adv-mc``, ``sac-lag0.1-vanilla``), then the learner's without its
+    entropy weight (``sac-lag-vanilla``)."""
+    if algo == "ppol":
+        return (mode,)
+    return tuple(dict.fromkeys((f"{algo.replace(':', '')}-{mode}", f"{algo.split(':')[0]}-{mode}")))
+
+
+def _source(task: str, mode: str, algo: str) -> tuple[str, list[str]] | None:
+    """The MEASURED key to price (task, mode, algo) from: this task's, else the reference
+    task's, else any task's with the same run-directory name; None if there is none."""
+    tasks = [task, rates.REFERENCE, *sorted({k.split("/", 1)[0] for k in rates.MEASURED})]
+    for label in _labels(mode, algo):
+        for t in dict.fromkeys(tasks):
+            if f"{t}/{label}" in rates.MEASURED:
+                notes = [] if label == _labels(mode, algo)[0] else [f"{algo} as {label}"]
+                return f"{t}/{label}", notes
+    return None
+
+
 def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") -> StepCost:
     """The model's seconds per env step of a training (see the module doc)."""
     notes = []
@@ -67,30 +93,40 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
         notes.append(f"{mode} as adv-mc")
         mode = "adv-mc"
     task = env_id.rsplit(":", 1)[-1]
-    key = f"{task}/{mode}"
-    if key in rates.MEASURED:
-        c = _parts(key)
+    found = _source(task, mode, algo)
+    attack = 0.0  # attack time per step added to a learner's vanilla rates
+    if found is None and mode != "vanilla":
+        found = _source(task, "vanilla", algo)
+        if found is not None and algo != "ppol":
+            attack = step_cost(env_id, mode, "fast").attack
+            notes.append(f"{mode} as vanilla + PPOL's attack time")
+        elif found is not None:
+            notes.append(f"{mode} as vanilla")
+    if found is None and algo != "ppol":
+        c = step_cost(env_id, mode, preset)
+        return replace(c, basis=f"{c.basis}; {algo} as ppol")
+    if found is None:  # no rates at all for this mode, not even the reference's vanilla
+        raise KeyError(f"no measured rates for {task}/{mode}")
+    key, source_notes = found
+    c = _parts(key)
+    c = replace(c, wall=c.wall + attack, attack=c.attack + attack)
+    source = key.split("/", 1)[0]
+    if source == task:
         basis = "measured"
     else:
-        ref = f"{rates.REFERENCE}/{mode}"
-        if ref not in rates.MEASURED:
-            ref = f"{rates.REFERENCE}/vanilla"
-            notes.append(f"{mode} as vanilla")
-        c = _parts(ref)
         ratio = rates.RAW_OVER_REFERENCE.get(task)
-        if ratio:
-            env = c.env / ratio
-            c = StepCost(c.wall + env - c.env, env, c.attack, c.policy, c.update, "")
-            basis = f"{rates.REFERENCE}'s, env x{1 / ratio:.2f} (raw rate)"
+        source_ratio = rates.RAW_OVER_REFERENCE.get(source)
+        if ratio and source_ratio:
+            env = c.env * source_ratio / ratio
+            c = replace(c, wall=c.wall + env - c.env, env=env)
+            basis = f"{source}'s, env x{source_ratio / ratio:.2f} (raw rate)"
         else:
-            basis = f"no measurement: {rates.REFERENCE}'s (x1.00)"
+            basis = f"no measurement: {source}'s (x1.00)"
     if preset == "paper":
         extra = c.update * (rates.PAPER_UPDATE_FACTOR - 1)
-        c = StepCost(c.wall + extra, c.env, c.attack, c.policy, c.update + extra, "")
+        c = replace(c, wall=c.wall + extra, update=c.update + extra)
         notes.append(f"updates x{rates.PAPER_UPDATE_FACTOR:.1f} (paper)")
-    if algo != "ppol":
-        notes.append(f"{algo} as ppol")
-    return StepCost(c.wall, c.env, c.attack, c.policy, c.update, "; ".join([basis, *notes]))
+    return replace(c, basis="; ".join([basis, *source_notes, *notes]))
 
 
 def _episode_length(env_id: str, episode_steps: int | None) -> int:

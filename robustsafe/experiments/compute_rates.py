@@ -1,12 +1,13 @@
 """Measured rates of the compute model (``robustsafe.experiments.compute``).
 
-Written by ``python benchmarks/compute_rates.py`` from the committed Table 1 runs' metrics.csv
-(benchmarks/results/table1, preset fast, 2 cores) and
+Written by ``python benchmarks/compute_rates.py`` from the committed runs' metrics.csv
+(benchmarks/results/table1, benchmarks/results/table1alg; preset fast, 2 cores) and
 benchmarks/results/compute/calibration.json; do not edit.
 """
 
-# "<env>/<mode>": microseconds per env step of a whole fast-preset training (wall: start-up,
-# checkpoints and updates included) and of its parts, summed over epochs; and the runs pooled.
+# "<env>/<run directory name>": microseconds per env step of a whole fast-preset training
+# (wall: start-up, checkpoints and updates included) and of its parts, summed over epochs; and
+# the runs pooled.
 FIELDS = ("wall", "env", "attack", "policy", "update", "runs")
 MEASURED = {
     "SafetyCarCircle-v0/adv-mc": (1070.41, 628.97, 211.72, 8.34, 199.64, 3),
@@ -18,6 +19,7 @@ MEASURED = {
     "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3),
     "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3),
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3),
+    "SafetyCarRun-v0/focops-vanilla": (1454.85, 1122.34, 0.0, 21.87, 271.06, 1),
     "SafetyCarRun-v0/random": (640.85, 492.59, 12.53, 10.41, 93.76, 3),
     "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3),
     "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3),

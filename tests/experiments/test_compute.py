@@ -30,8 +30,38 @@ def test_measured_scaled_and_paper_rates():
     assert paper.wall == pytest.approx(ant.wall + ant.update * (rates.PAPER_UPDATE_FACTOR - 1))
     assert "paper" in paper.basis
     assert "as adv-mc" in step_cost("SafetyCarRun-v0", "adv-mix:0.5").basis
-    assert "focops as ppol" in step_cost("SafetyCarRun-v0", "vanilla", algo="focops").basis
     assert "no measurement" in step_cost("pkg.mod:Other-v0", "vanilla").basis
+
+
+def test_other_learners_are_priced_from_their_own_runs(monkeypatch):
+    """Rates (wall, env, attack, policy, update) in microseconds; CarRun's raw rate is twice the
+    reference's, so its env part is half."""
+    measured = {
+        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1),
+        "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1),
+        "Car-v0/vanilla": (70.0, 30.0, 0.0, 10.0, 30.0, 1),
+        "Car-v0/adv-mc": (120.0, 30.0, 50.0, 10.0, 30.0, 1),
+        "Car-v0/sac-lag-vanilla": (400.0, 30.0, 0.0, 20.0, 350.0, 1),
+    }
+    monkeypatch.setattr(rates, "MEASURED", measured)
+    monkeypatch.setattr(rates, "REFERENCE", "Ref-v0")
+    monkeypatch.setattr(rates, "RAW_OVER_REFERENCE", {"Ref-v0": 1.0, "Car-v0": 2.0, "Ant-v0": 0.5})
+    own = step_cost("Car-v0", "vanilla", algo="sac-lag")
+    assert (own.wall, own.update, own.basis) == pytest.approx((400e-6, 350e-6, "measured"))
+    # another entropy weight: the learner's rates, said so
+    other = step_cost("Car-v0", "vanilla", algo="sac-lag:0.1")
+    assert other.wall == pytest.approx(400e-6) and "sac-lag:0.1 as sac-lag-vanilla" in other.basis
+    # ADV training of a learner measured only in vanilla: PPOL's attack time on top
+    adv = step_cost("Car-v0", "adv-mc", algo="sac-lag")
+    assert (adv.wall, adv.attack) == pytest.approx((450e-6, 50e-6))
+    assert "adv-mc as vanilla + PPOL's attack time" in adv.basis
+    # another task: the env part scaled by the raw rates (Car 2x, Ant 0.5x the reference)
+    ant = step_cost("Ant-v0", "vanilla", algo="sac-lag")
+    assert (ant.env, ant.wall) == pytest.approx((120e-6, 490e-6))
+    assert "Car-v0's, env x4.00 (raw rate)" in ant.basis
+    # a learner without runs: PPOL's, said so
+    focops = step_cost("Car-v0", "vanilla", algo="focops")
+    assert focops.wall == pytest.approx(70e-6) and focops.basis == "measured; focops as ppol"
 
 
 def test_run_costs_follow_the_plan(tmp_path):
