@@ -78,10 +78,22 @@ def test_zoo_paths_named_in_the_readme_and_usage_exist():
 
 
 def test_zoo_has_one_directory_per_training_mode():
-    from robustsafe.config import check_mode
+    """``zoo/<env>/<mode>`` for PPOL, ``zoo/<env>/<learner>-<mode>`` for the other learners (the
+    grid's run-directory names); never a second name for the same agent (such as ppol)."""
+    import yaml
+
+    from robustsafe.config import ALGOS, check_mode
 
     for agent in (ROOT / "zoo").glob("*/*/agent.pt"):
-        check_mode(agent.parent.name)  # a mode name, not a second name (such as ppol)
+        name = agent.parent.name
+        cfg = yaml.safe_load((agent.parent / "config.yaml").read_text())
+        algo = cfg.get("algo", "ppol")
+        assert algo in ALGOS
+        prefix = "" if algo == "ppol" else f"{algo}-"
+        assert name.startswith(prefix), f"{name}: a {algo} agent"
+        check_mode(name.removeprefix(prefix))
+        mode = cfg["robust"]["mode"]
+        assert mode == name.removeprefix(prefix), f"{name}: its config says {mode}"
 
 
 def test_table1_markers_live_in_docs_results_and_the_export_fills_them():
