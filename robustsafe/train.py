@@ -271,6 +271,9 @@ def _train(
                 no_episode_epochs += 1
                 if no_episode_epochs == 1:
                     _warn_no_finished_episode(epoch, cfg, vec.max_episode_steps)
+            if off_policy:  # a multiplier that follows episode costs (SAC-Lag's PID) moves now
+                learner.end_epoch(mean_cost)  # type: ignore[union-attr]
+                metrics["lambda"] = learner.multiplier
 
             # ---- updates: the learner (with SA's extra loss), then the attackers' Q critics
             t_sa = 0.0

@@ -7,16 +7,19 @@ import csv
 import json
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 import yaml
 from tiny_config import TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed
 
 from robustsafe.agent import load_agent
-from robustsafe.config import preset
+from robustsafe.config import SACLagConfig, preset
 from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
 from robustsafe.experiments.table import collect_table
 from robustsafe.nets import SquashedGaussianActor
+from robustsafe.pid import PIDConfig, PIDState, pid_step
 from robustsafe.runstate import load_state
 from robustsafe.schedule import epsilon_at
 
@@ -126,6 +129,58 @@ def test_table_has_a_row_per_sac_lag_alpha(tmp_path):
     _eval_file(tmp_path, 0.1, "adv-mc", 480.0, 0.2)
     labels = [r.label for r in collect_table(tmp_path).rows]
     assert labels == ["SAC-Lag(alpha=0.1)", "SAC-Lag(alpha=0.1)(MC)", "SAC-Lag(alpha=0.001)"]
+
+
+class _CostlyToy(gym.Env):
+    """The toy walk with a cost at every step where x > 0 (episode costs vary, 0-20)."""
+
+    observation_space = gym.spaces.Box(-10.0, 10.0, (2,), np.float64)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = float(np.random.uniform(-0.5, 0.5))
+        return np.array([self.x, 0.0]), {}
+
+    def step(self, action):
+        a = float(np.clip(action[0], -1, 1))
+        self.x += 0.1 * a
+        return np.array([self.x, a]), a, False, False, {"cost": float(self.x > 0)}
+
+
+COSTLY = "RobustSafeToyCostly-v0"
+if COSTLY not in gym.registry:
+    gym.register(COSTLY, entry_point=_CostlyToy, max_episode_steps=20)
+
+
+def test_pid_multiplier_follows_the_epochs_episode_costs(tmp_path):
+    """sac.multiplier=pid: lambda is the PID of the epochs' mean episode costs (episodes of 20
+    steps: each epoch of 20 steps per env finishes 2), recomputed here from metrics.csv with the
+    pure controller; resume is bit-identical, the PID state included."""
+    pid = ["--set", "pid.cost_limit=0.5", "--set", "pid.kp=0.3", "--set", "pid.ki=0.2"]
+    pid_run = ["--env", COSTLY, *pid, "--set", "sac.multiplier=pid", "--set", "sac.lambda_init=0"]
+
+    def train(out: Path, *extra: str) -> int:
+        return sac_train(out, *pid_run, *extra)
+
+    full, cut = full_and_resumed(train, tmp_path, "vanilla")
+    rows = list(csv.DictReader((full / "metrics.csv").open()))
+    cfg = PIDConfig(kp=0.3, ki=0.2, kd=0.001, cost_limit=0.5)  # kd: the fast preset's
+    state, expected = PIDState(), []
+    for r in rows:
+        assert int(r["episodes"]) == 2
+        state = pid_step(state, float(r["ep_cost"]), cfg)
+        expected.append(state.multiplier)
+    assert [float(r["lambda"]) for r in rows] == pytest.approx(expected, abs=1e-6)
+    assert min(expected) > 0  # the costs moved it every epoch
+    saved = [load_state(run / "state.pt")["learner"]["pid"] for run in (full, cut)]
+    assert saved[0] == saved[1] and saved[0]["integral"] == pytest.approx(state.integral)
+
+
+def test_gradient_multiplier_is_the_default_and_bad_names_are_refused():
+    assert preset("SafetyCarRun-v0", "fast", algo="sac-lag").sac.multiplier == "gradient"
+    with pytest.raises(ValueError, match="sac.multiplier"):
+        SACLagConfig(multiplier="pi")
 
 
 @pytest.mark.parametrize("env_id", ["SafetyCarRun-v0", "SafetyCarCircle-v0"])

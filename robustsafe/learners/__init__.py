@@ -55,5 +55,7 @@ def make_learner(
         T = cfg.episode_steps or episode_steps or 1_000
         if cfg.algo == "cvpo":
             return CVPO(actor, critics, v_reward, v_cost, cfg.cvpo, obs_dim, act_dim, T)  # type: ignore[arg-type]
-        return SACLagrangian(actor, critics, v_reward, v_cost, cfg.sac, obs_dim, act_dim, T)  # type: ignore[arg-type]
+        return SACLagrangian(  # type: ignore[arg-type]
+            actor, critics, v_reward, v_cost, cfg.sac, obs_dim, act_dim, T, cfg.pid
+        )
     raise ValueError(f"no learner {cfg.algo!r}")  # TrainConfig checks the name first

@@ -98,6 +98,10 @@ class OffPolicyLearner(Protocol):
         self, batch: dict[str, np.ndarray], generator: torch.Generator
     ) -> dict[str, float]: ...
 
+    def end_epoch(self, mean_episode_cost: float | None) -> None:
+        """After the epoch's gradient steps: the mean cost of the episodes finished in it
+        (None if none did), for a multiplier that follows episode costs."""
+
     def state_dict(self) -> dict: ...
 
     def load_state_dict(self, d: dict) -> None: ...

@@ -275,6 +275,9 @@ class CVPO:
     def multiplier(self) -> float:
         return self.lam
 
+    def end_epoch(self, mean_episode_cost: float | None) -> None:
+        """Nothing: the E-step's dual carries the cost constraint, per gradient step."""
+
     def add(self, ro: Rollout) -> None:
         """Store a rollout's transitions from the true observations (truncation bootstraps)."""
         self.replay.add(*ro.flat())

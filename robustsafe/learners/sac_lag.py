@@ -10,7 +10,9 @@ reparameterised, Q_r = min of the two reward heads, primes the polyak-averaged t
     L_pi = mean( alpha log pi(a~|s) - Q_r(s, a~) + lambda Q_c(s, a~) )
     lambda <- max(0, lambda + lambda_lr (mean Q_c(s, a~) - qc_threshold))
 
-alpha is fixed (the appendix's sweep); lambda is kept non-negative by projection. The cost
+alpha is fixed (the appendix's sweep); lambda is kept non-negative by projection. With
+``multiplier="pid"`` lambda instead comes from the PID controller fed once per epoch with the
+mean cost of the episodes finished in it (``end_epoch``), as PPO-Lagrangian's. The cost
 critic's target has no entropy term: the entropy bonus belongs to the reward objective. The
 replay holds the TRUE observations (``Collector``'s ``true_obs``): under adversarial rollouts
 the policy acts on the perturbed observation, but every loss here is computed on true states.
@@ -31,6 +33,7 @@ from robustsafe.buffers import ReplayBuffer, Rollout
 from robustsafe.config import SACLagConfig
 from robustsafe.critics import QCritics, _polyak
 from robustsafe.nets import SquashedGaussianActor, ValueCritic
+from robustsafe.pid import PIDConfig, PIDLagrangian
 
 
 def qc_threshold(cost_limit: float, gamma: float, episode_steps: int) -> float:
@@ -129,8 +132,12 @@ class SACLagrangian:
         obs_dim: int,
         act_dim: int,
         episode_steps: int,
+        pid: PIDConfig | None = None,
     ) -> None:
         self.cfg = cfg
+        if cfg.multiplier == "pid" and pid is None:
+            raise ValueError("sac.multiplier=pid needs the run's PID settings")
+        self.pid = PIDLagrangian(pid) if cfg.multiplier == "pid" and pid is not None else None
         self.actor = actor
         self.critics = critics
         # Kept only so that the agent file has the slots every learner fills (untrained).
@@ -148,7 +155,12 @@ class SACLagrangian:
 
     @property
     def multiplier(self) -> float:
-        return self.lam
+        return self.lam if self.pid is None else self.pid.multiplier
+
+    def end_epoch(self, mean_episode_cost: float | None) -> None:
+        """The epoch's finished episodes' mean cost (None: none finished) for the PID."""
+        if self.pid is not None and mean_episode_cost is not None:
+            self.pid.update(mean_episode_cost)
 
     def add(self, ro: Rollout) -> None:
         """Store a rollout's transitions, from the true observations (a time-limit truncation
@@ -173,13 +185,14 @@ class SACLagrangian:
         act, logp = self.actor.sample(b["obs"], generator)
         q_r = self.critics.q_reward(b["obs"], act)
         q_c = self.critics.q_cost(b["obs"], act)
-        loss_pi = actor_loss(logp, q_r, q_c, cfg.alpha, self.lam)
+        loss_pi = actor_loss(logp, q_r, q_c, cfg.alpha, self.multiplier)
         self.actor_optim.zero_grad(set_to_none=True)
         loss_pi.backward()  # the critics' gradients from here are cleared before their step
         self.actor_optim.step()
 
         qc_estimate = float(q_c.detach().mean())
-        self.lam = lagrange_step(self.lam, qc_estimate, self.qc_threshold, cfg.lambda_lr)
+        if self.pid is None:
+            self.lam = lagrange_step(self.lam, qc_estimate, self.qc_threshold, cfg.lambda_lr)
         _polyak(self.target, self.critics, cfg.polyak)
         return {
             "loss_q": loss_q,
@@ -198,6 +211,7 @@ class SACLagrangian:
             "critic_optim": self.critic_optim.state_dict(),
             "replay": self.replay.state_dict(),
             "lam": self.lam,
+            **({} if self.pid is None else {"pid": self.pid.state_dict()}),
         }
 
     def load_state_dict(self, d: dict) -> None:
@@ -208,3 +222,5 @@ class SACLagrangian:
         self.critic_optim.load_state_dict(d["critic_optim"])
         self.replay.load_state_dict(d["replay"])
         self.lam = float(d["lam"])
+        if self.pid is not None:
+            self.pid.load_state_dict(d["pid"])
