@@ -37,7 +37,7 @@ from robustsafe.pid import PIDConfig, PIDLagrangian
 
 
 def qc_threshold(cost_limit: float, gamma: float, episode_steps: int) -> float:
-    """The per-episode cost limit as a bound on Q_c (FSRL's SAC-Lag convention): the
+    """The per-episode cost limit as a bound on Q_c (the bound FSRL's CVPO uses): the
     discounted value of the limit spread evenly over a T-step episode,
     ``cost_limit * (1 - gamma^T) / (1 - gamma) / T``."""
     T = episode_steps
