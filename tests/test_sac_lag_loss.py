@@ -124,6 +124,7 @@ def test_one_gradient_step_on_hand_set_networks():
         critic_lr=1e-12,  # the critics stay (numerically) where they are set
         actor_lr=1e-12,
         cost_limit=1.0,
+        multiplier="gradient",  # the per-step ascent on Q_c that this test computes by hand
     )
     actor = _actor(0.1, math.log(0.5))
     critics = QCritics(1, 1, ())

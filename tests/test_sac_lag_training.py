@@ -34,6 +34,8 @@ TINY = [
     "--set",
     "sac.update_after=11",  # from the second chunk on
     "--set",
+    "sac.multiplier=gradient",  # these tests follow the gradient form; the PID: its own test
+    "--set",
     "sac.lambda_init=0.5",
     "--set",
     "sac.lambda_lr=0.05",
@@ -177,8 +179,8 @@ def test_pid_multiplier_follows_the_epochs_episode_costs(tmp_path):
     assert saved[0] == saved[1] and saved[0]["integral"] == pytest.approx(state.integral)
 
 
-def test_gradient_multiplier_is_the_default_and_bad_names_are_refused():
-    assert preset("SafetyCarRun-v0", "fast", algo="sac-lag").sac.multiplier == "gradient"
+def test_pid_multiplier_is_the_default_and_bad_names_are_refused():
+    assert preset("SafetyCarRun-v0", "fast", algo="sac-lag").sac.multiplier == "pid"
     with pytest.raises(ValueError, match="sac.multiplier"):
         SACLagConfig(multiplier="pi")
 
