@@ -43,12 +43,12 @@ def play(env_id: str, episodes: int, seed: int) -> list[str]:
             env.reset()
             starts.append(float(np.linalg.norm(agent.get_position()[:2])))
             ret = cost = 0.0
-            for t in range(1, STEPS + 1):
+            length, done = 0, False
+            while not done:
                 _, r, c, terminated, truncated, _ = env.step(act())
-                ret, cost = ret + r, cost + c
-                if terminated or truncated:
-                    break
-            lengths.append(t)
+                ret, cost, length = ret + r, cost + c, length + 1
+                done = terminated or truncated
+            lengths.append(length)
             returns.append(ret)
             costs.append(cost)
         fell = sum(n < STEPS for n in lengths)
