@@ -348,6 +348,10 @@ class TrainConfig:
     episode_steps: int | None = None
     # The deterministic policy: "expected" E[clip(a)] or "mean" (robustsafe.nets.GaussianActor).
     deterministic_action: str = "expected"
+    # Added to the learner's reward at every step that does not end in a termination (a fall):
+    # training only, the logged returns and every evaluation keep the env's reward. 0 (the
+    # paper): none. A nonzero value changes the training objective (docs/deviations.md).
+    survival_bonus: float = 0.0
     checkpoint_every: int = 1  # epochs between kept agent snapshots (0: only the latest)
     torch_threads: int = 1  # small-batch inference next to busy env workers: 1 is fastest
     ppo: PPOLagConfig = field(default_factory=PPOLagConfig)  # and the network of every learner
@@ -367,6 +371,8 @@ class TrainConfig:
             raise ValueError(f"workers must be >= 0, got {self.workers}")
         if self.episode_steps is not None and self.episode_steps < 1:
             raise ValueError(f"episode_steps must be >= 1 or None, got {self.episode_steps}")
+        if not math.isfinite(self.survival_bonus):
+            raise ValueError(f"survival_bonus must be a finite number, got {self.survival_bonus}")
         from robustsafe.nets import DETERMINISTIC_ACTIONS
 
         if self.deterministic_action not in DETERMINISTIC_ACTIONS:

@@ -91,11 +91,16 @@ class Collector:
     current episode number and the actions it has taken since that episode's reset. Restoring
     resets every env from its episode's seed and replays those actions; the replayed
     observations are checked against the saved ones, so a non-deterministic env is detected.
+
+    ``survival_bonus`` is added to the learner's reward at every step that does not end in a
+    termination (a fall; a time-limit truncation counts as survived). The episodes' statistics
+    keep the env's own reward.
     """
 
-    def __init__(self, vec: VectorEnv, seed: int) -> None:
+    def __init__(self, vec: VectorEnv, seed: int, survival_bonus: float = 0.0) -> None:
         self.vec = vec
         self.seed = seed
+        self.survival_bonus = survival_bonus
         n = vec.num_envs
         self.episode = np.zeros(n, np.int64)  # episode number each env is playing
         self.actions: list[list[np.ndarray]] = [[] for _ in range(n)]
@@ -153,7 +158,7 @@ class Collector:
             buf["obs"][t] = obs_t.numpy()
             buf["act"][t] = act_np
             buf["logp"][t] = logp.numpy()
-            buf["reward"][t] = step.reward
+            buf["reward"][t] = step.reward + self.survival_bonus * ~step.terminated
             buf["cost"][t] = step.cost
             buf["next_obs"][t] = step.next_obs
             buf["terminated"][t] = step.terminated

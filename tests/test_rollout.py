@@ -4,6 +4,7 @@ import csv
 import math
 import warnings
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -196,3 +197,44 @@ def test_training_attacker_restarts_follow_the_setting(toy_env_id):
 
     assert hooks().attacker.config.restarts == 8  # the evaluated attacker's default
     assert hooks(attack_restarts=1).attacker.config.restarts == 1
+
+
+class _FallingToy(gym.Env):
+    """A 1-D walk that ends (terminates: a fall) when |x| > 0.3; reward a, no cost."""
+
+    observation_space = gym.spaces.Box(-10.0, 10.0, (2,), np.float64)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = float(np.random.uniform(-0.1, 0.1))
+        return np.array([self.x, 0.0]), {}
+
+    def step(self, action):
+        a = float(np.clip(action[0], -1, 1))
+        self.x += 0.1 * a
+        return np.array([self.x, a]), a, abs(self.x) > 0.3, False, {}
+
+
+FALLING = "RobustSafeToyFalling-v0"
+if FALLING not in gym.registry:
+    gym.register(FALLING, entry_point=_FallingToy, max_episode_steps=10)
+
+
+def test_survival_bonus_rewards_the_learner_for_steps_that_do_not_fall():
+    """The learner's reward is the env's plus the bonus on every step that is not a termination
+    (truncations count as survived); the episodes' returns stay the env's. Same seed and
+    actions with and without the bonus, so the difference is exactly the bonus."""
+    got = {}
+    for bonus in (0.0, 0.25):
+        with VectorEnv(FALLING, 3, seed=0) as vec:
+            col = Collector(vec, seed=0, survival_bonus=bonus)
+            actor, gen = _actor(vec), torch.Generator().manual_seed(0)
+            got[bonus] = col.collect(actor, 40, gen)
+    plain, shaped = got[0.0].rollout, got[0.25].rollout
+    np.testing.assert_array_equal(plain.terminated, shaped.terminated)
+    assert plain.terminated.any() and plain.truncated.any()  # both ways of ending occur
+    np.testing.assert_allclose(shaped.reward - plain.reward, 0.25 * ~plain.terminated)
+    assert [e.ret for e in got[0.25].episodes] == [e.ret for e in got[0.0].episodes]
+    with pytest.raises(ValueError, match="survival_bonus"):
+        tiny_config(FALLING, survival_bonus=float("nan"))
