@@ -4,11 +4,10 @@ import csv
 import math
 import warnings
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from tiny_config import tiny_config
+from tiny_config import WalkToy, register_toy, tiny_config
 
 from robustsafe.agent import load_agent
 from robustsafe.envs import VectorEnv
@@ -199,26 +198,16 @@ def test_training_attacker_restarts_follow_the_setting(toy_env_id):
     assert hooks(attack_restarts=1).attacker.config.restarts == 1
 
 
-class _FallingToy(gym.Env):
-    """A 1-D walk that ends (terminates: a fall) when |x| > 0.3; reward a, no cost."""
+class _FallingToy(WalkToy):
+    """Falls (terminates) when |x| > 0.3."""
 
-    observation_space = gym.spaces.Box(-10.0, 10.0, (2,), np.float64)
-    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    start = 0.1
 
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.x = float(np.random.uniform(-0.1, 0.1))
-        return np.array([self.x, 0.0]), {}
-
-    def step(self, action):
-        a = float(np.clip(action[0], -1, 1))
-        self.x += 0.1 * a
-        return np.array([self.x, a]), a, abs(self.x) > 0.3, False, {}
+    def fallen(self, x: float) -> bool:
+        return abs(x) > 0.3
 
 
-FALLING = "RobustSafeToyFalling-v0"
-if FALLING not in gym.registry:
-    gym.register(FALLING, entry_point=_FallingToy, max_episode_steps=10)
+FALLING = register_toy("RobustSafeToyFalling-v0", _FallingToy, 10)
 
 
 def test_survival_bonus_rewards_the_learner_for_steps_that_do_not_fall():

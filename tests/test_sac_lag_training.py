@@ -7,12 +7,18 @@ import csv
 import json
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 import yaml
-from tiny_config import TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed
+from tiny_config import (
+    TINY_CLI,
+    TOY,
+    WalkToy,
+    cli_evaluate,
+    cli_train,
+    full_and_resumed,
+    register_toy,
+)
 
 from robustsafe.agent import load_agent
 from robustsafe.config import SACLagConfig, preset
@@ -133,26 +139,14 @@ def test_table_has_a_row_per_sac_lag_alpha(tmp_path):
     assert labels == ["SAC-Lag(alpha=0.1)", "SAC-Lag(alpha=0.1)(MC)", "SAC-Lag(alpha=0.001)"]
 
 
-class _CostlyToy(gym.Env):
-    """The toy walk with a cost at every step where x > 0 (episode costs vary, 0-20)."""
+class _CostlyToy(WalkToy):
+    """A cost at every step where x > 0 (episode costs vary, 0-20)."""
 
-    observation_space = gym.spaces.Box(-10.0, 10.0, (2,), np.float64)
-    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.x = float(np.random.uniform(-0.5, 0.5))
-        return np.array([self.x, 0.0]), {}
-
-    def step(self, action):
-        a = float(np.clip(action[0], -1, 1))
-        self.x += 0.1 * a
-        return np.array([self.x, a]), a, False, False, {"cost": float(self.x > 0)}
+    def cost(self, x: float) -> float:
+        return float(x > 0)
 
 
-COSTLY = "RobustSafeToyCostly-v0"
-if COSTLY not in gym.registry:
-    gym.register(COSTLY, entry_point=_CostlyToy, max_episode_steps=20)
+COSTLY = register_toy("RobustSafeToyCostly-v0", _CostlyToy, 20)
 
 
 def test_pid_multiplier_follows_the_epochs_episode_costs(tmp_path):

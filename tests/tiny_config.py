@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import torch
 
 from robustsafe.agent import load_agent
@@ -82,3 +84,36 @@ def full_and_resumed(
     assert main(["train", "--resume", "--out", str(cut), "--epochs", "3", "--no-progress"]) == 0
     assert torch.equal(agent_params(full, nets), agent_params(cut, nets))
     return full, cut
+
+
+class WalkToy(gym.Env):
+    """A 1-D walk for tests: x starts uniform in [-start, start], moves by 0.1 a, reward a;
+    subclasses choose the per-step cost and when the walker falls (a termination)."""
+
+    observation_space = gym.spaces.Box(-10.0, 10.0, (2,), np.float64)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    start = 0.5
+
+    def cost(self, x: float) -> float:
+        return 0.0
+
+    def fallen(self, x: float) -> bool:
+        return False
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = float(np.random.uniform(-self.start, self.start))  # the global state, as Bullet
+        return np.array([self.x, 0.0]), {}
+
+    def step(self, action):
+        a = float(np.clip(action[0], -1, 1))
+        self.x += 0.1 * a
+        info = {"cost": self.cost(self.x)}
+        return np.array([self.x, a]), a, self.fallen(self.x), False, info
+
+
+def register_toy(env_id: str, cls: type[WalkToy], episode_steps: int) -> str:
+    """Register ``cls`` as ``env_id`` (once) and return the id."""
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=cls, max_episode_steps=episode_steps)
+    return env_id
