@@ -95,6 +95,18 @@ def run_logged(cmd: list[str], log: Path, env: dict) -> tuple[int, float]:
     return rc, dt
 
 
+def _criterion(args) -> list[str]:
+    """The flags of the shared criterion: target reward, cost limit, evaluation episodes."""
+    return [
+        "--target-reward",
+        f"{args.target_reward:g}",
+        "--cost-limit",
+        f"{args.cost_limit:g}",
+        "--episodes",
+        str(args.episodes),
+    ]
+
+
 def ours_command(args, learner: str, seed: int, epochs: int) -> list[str]:
     cmd = [
         args.python,
@@ -107,12 +119,7 @@ def ours_command(args, learner: str, seed: int, epochs: int) -> list[str]:
         str(seed),
         "--scan-seeds",
         str(seed),
-        "--target-reward",
-        f"{args.target_reward:g}",
-        "--cost-limit",
-        f"{args.cost_limit:g}",
-        "--episodes",
-        str(args.episodes),
+        *_criterion(args),
         "--epochs",
         str(epochs),
         "--raw-seconds",
@@ -137,12 +144,7 @@ def fsrl_command(args, learner: str, seed: int, snapshot_every: int | None) -> l
         ENV,
         "--seed",
         str(seed),
-        "--target-reward",
-        f"{args.target_reward:g}",
-        "--cost-limit",
-        f"{args.cost_limit:g}",
-        "--episodes",
-        str(args.episodes),
+        *_criterion(args),
         "--max-env-steps",
         str(args.max_env_steps),
         "--runs",
