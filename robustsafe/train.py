@@ -267,7 +267,9 @@ def _train(
             eps = result.episodes
             # The multiplier follows the costs of the episodes that finished this epoch.
             mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
-            if not eps and not off_policy:  # off-policy multipliers move every gradient step
+            # (off-policy learners: CVPO's and SAC-Lag's gradient multiplier move every
+            # gradient step; SAC-Lag's PID, like PPOL's, only in epochs that finish episodes)
+            if not eps and not off_policy:
                 no_episode_epochs += 1
                 if no_episode_epochs == 1:
                     _warn_no_finished_episode(epoch, cfg, vec.max_episode_steps)
@@ -361,7 +363,7 @@ def _off_policy_epoch(
     ``steps_per_collect`` at a time with the current stochastic policy acting on nu(s); after
     each chunk its transitions (true observations) go into the replay, then ``updates_per_step``
     gradient steps per transition. Returns the epoch's experience (the chunks joined), the
-    mean of the gradient steps' metrics (with the final multiplier) and the update seconds."""
+    mean of the gradient steps' metrics and the update seconds."""
     sc = learner.cfg  # type: ignore[attr-defined]
     parts: list[CollectResult] = []
     sums: dict[str, float] = {}
@@ -386,6 +388,7 @@ def _off_policy_epoch(
                 steps += 1
         t_update += time.perf_counter() - t0
     metrics = {k: v / steps for k, v in sums.items()}
+    # "lambda" here keeps the metrics.csv column order; the caller updates it after end_epoch
     metrics.update({"lambda": learner.multiplier, "gradient_steps": float(steps)})
     return join_results(parts), metrics, t_update
 
