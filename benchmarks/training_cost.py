@@ -1,7 +1,9 @@
-"""Training-time episode cost of finished runs: what the Lagrangian constrained.
+"""Training-time episode reward and cost of runs: what the Lagrangian constrained.
 
 For each run directory (``metrics.csv``): the stochastic policy's mean episode reward and cost
-over the last 10 epochs and the final multiplier, as a Markdown table.
+over the last 10 epochs and the final multiplier, as a Markdown table. With ``--bands N``,
+instead the mean reward, cost, episode length and multiplier over each band of N epochs (how
+a run learned, for comparing calibration runs of unequal length).
 
     python benchmarks/training_cost.py benchmarks/results/table1/*/vanilla/seed* \\
         --out benchmarks/results/recipe/table1_training_cost.md
@@ -10,6 +12,8 @@ over the last 10 epochs and the final multiplier, as a Markdown table.
 from __future__ import annotations
 
 import argparse
+import csv
+import statistics
 import sys
 from pathlib import Path
 
@@ -17,27 +21,62 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recipe_runs import LAST, training_summary  # noqa: E402
 
 
+def band_rows(run: Path, band: int) -> list[str]:
+    """One Markdown row per ``band`` epochs of ``run``: epochs, mean reward / cost / length /
+    lambda of the training episodes (epochs that finished no episode are left out)."""
+    with (run / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+
+    def mean(chunk: list[dict[str, str]], key: str) -> float:
+        values = [float(r[key]) for r in chunk if r[key] not in ("", "nan")]
+        return statistics.mean(values) if values else float("nan")
+
+    out = []
+    for i in range(0, len(rows), band):
+        chunk = rows[i : i + band]
+        out.append(
+            f"| {run} | {chunk[0]['epoch']}-{chunk[-1]['epoch']} | {mean(chunk, 'ep_return'):.1f} "
+            f"| {mean(chunk, 'ep_cost'):.2f} | {mean(chunk, 'ep_length'):.0f} "
+            f"| {mean(chunk, 'lambda'):.2f} |"
+        )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--bands", type=int, default=0, help="epochs per band (0: last 10 only)")
     args = ap.parse_args()
-    lines = [
-        f"Command: `python benchmarks/training_cost.py {' '.join(map(str, args.runs))} "
-        f"--out {args.out}`",
-        "",
-        f"Mean training episode reward / cost of the stochastic policy over the last {LAST} "
-        "epochs.",
-        "",
-        "| run | epochs | train reward | train cost | final lambda |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for run in args.runs:
-        t = training_summary(run)
-        lines.append(
-            f"| {run} | {t['epochs']} | {t['train_reward_last10']:.1f} "
-            f"| {t['train_cost_last10']:.2f} | {t['lambda_final']:.2f} |"
-        )
+    if args.bands < 0:
+        raise SystemExit(f"--bands {args.bands}: must be >= 0")
+    command = f"python benchmarks/training_cost.py {' '.join(map(str, args.runs))}"
+    command += f" --out {args.out}" + (f" --bands {args.bands}" if args.bands else "")
+    lines = [f"Command: `{command}`", ""]
+    if args.bands:
+        lines += [
+            f"Mean training episode reward / cost / length and multiplier per {args.bands} "
+            "epochs (the stochastic policy; rewards are the env's).",
+            "",
+            "| run | epochs | train reward | train cost | episode length | lambda |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for run in args.runs:
+            lines += band_rows(run, args.bands)
+    else:
+        lines += [
+            f"Mean training episode reward / cost of the stochastic policy over the last {LAST} "
+            "epochs.",
+            "",
+            "| run | epochs | train reward | train cost | final lambda |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for run in args.runs:
+            t = training_summary(run)
+            lines.append(
+                f"| {run} | {t['epochs']} | {t['train_reward_last10']:.1f} "
+                f"| {t['train_cost_last10']:.2f} | {t['lambda_final']:.2f} |"
+            )
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -1,0 +1,38 @@
+"""benchmarks/training_cost.py --bands: per-band means of a run's metrics, by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _training_cost():
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("training_cost", BENCH / "training_cost.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_band_means_skip_epochs_without_episodes(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    # Five epochs in bands of 2: {1, 2}, {3, 4}, {5}; epoch 4 finished no episode (nan).
+    rows = [
+        "epoch,ep_return,ep_cost,ep_length,lambda",
+        "1,1.0,2.0,100,0.0",
+        "2,3.0,4.0,200,1.0",
+        "3,10.0,0.0,300,0.5",
+        "4,nan,nan,nan,0.7",
+        "5,7.5,6.25,250,2.0",
+    ]
+    (run / "metrics.csv").write_text("\n".join(rows) + "\n")
+    out = _training_cost().band_rows(run, 2)
+    assert out == [
+        f"| {run} | 1-2 | 2.0 | 3.00 | 150 | 0.50 |",
+        f"| {run} | 3-4 | 10.0 | 0.00 | 300 | 0.60 |",
+        f"| {run} | 5-5 | 7.5 | 6.25 | 250 | 2.00 |",
+    ]
