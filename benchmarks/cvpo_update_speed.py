@@ -51,9 +51,9 @@ import torch
 from scipy.optimize import minimize
 
 from robustsafe.agent import build_networks
-from robustsafe.config import preset
 from robustsafe.learners import cvpo as cvpo_module
 from robustsafe.learners import make_learner
+from robustsafe.presets import preset
 
 ENV_ID, OBS_DIM, ACT_DIM, EPISODE_STEPS = "SafetyCarRun-v0", 7, 2, 200
 RESULTS = Path(__file__).resolve().parent / "results"

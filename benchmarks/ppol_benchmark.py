@@ -45,9 +45,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from robustsafe.agent import load_agent  # noqa: E402
-from robustsafe.config import ALGOS, preset  # noqa: E402
+from robustsafe.config import ALGOS  # noqa: E402
 from robustsafe.envs import VectorEnv  # noqa: E402
 from robustsafe.evaluate import evaluate_agent  # noqa: E402
+from robustsafe.presets import preset  # noqa: E402
 from robustsafe.train import run_status, train, train_metrics  # noqa: E402
 
 

@@ -44,7 +44,8 @@ def training_summary(run: Path) -> dict[str, float]:
 
 def settings(run: Path) -> str:
     """The run's settings that differ from its preset (what the calibration varies)."""
-    from robustsafe.config import preset, to_dict
+    from robustsafe.config import to_dict
+    from robustsafe.presets import preset
 
     cfg = yaml.safe_load((run / "config.yaml").read_text())
     base = to_dict(preset(cfg["env_id"], cfg["preset"], mode=cfg["robust"]["mode"]))

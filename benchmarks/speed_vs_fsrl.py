@@ -73,7 +73,7 @@ def our_epochs(python: str, learner: str, max_env_steps: int) -> tuple[int, int]
     """Env steps per epoch of ours' ``fast`` preset, and the epochs that reach
     ``max_env_steps`` (at most the preset's)."""
     code = (
-        "from robustsafe.config import preset; "
+        "from robustsafe.presets import preset; "
         f"c = preset('{ENV}', 'fast', algo='{learner}'); print(c.steps_per_epoch, c.epochs)"
     )
     out = subprocess.run(

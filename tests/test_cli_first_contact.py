@@ -14,7 +14,8 @@ import robustsafe
 from robustsafe.cli import build_parser, main
 from robustsafe.cli._common import CLIError
 from robustsafe.cli.train import DEFAULT_PRESET, train_settings
-from robustsafe.config import preset, to_dict
+from robustsafe.config import to_dict
+from robustsafe.presets import preset
 from robustsafe.rundir import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,11 +14,11 @@ import yaml
 from tiny_config import TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed
 
 from robustsafe.agent import build_networks, load_agent
-from robustsafe.config import preset
 from robustsafe.experiments.appendix import write_appendix
 from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
 from robustsafe.experiments.table import collect_table
 from robustsafe.nets import SquashedGaussianActor
+from robustsafe.presets import preset
 from robustsafe.runstate import load_state
 
 TINY = [

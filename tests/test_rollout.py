@@ -168,7 +168,7 @@ def test_mixed_rollouts_attack_only_the_first_envs(toy_env_id):
 
 
 def test_presets_cover_the_paper_tasks_and_episode_lengths():
-    from robustsafe.config import preset
+    from robustsafe.presets import preset
 
     # AntCircle is cut at the paper's 300 steps (1.4.0: 500); fast epochs hold one episode
     # per env; a task without a preset gets one episode per env from its registered length.

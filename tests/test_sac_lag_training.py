@@ -21,11 +21,12 @@ from tiny_config import (
 )
 
 from robustsafe.agent import load_agent
-from robustsafe.config import SACLagConfig, preset
+from robustsafe.config import SACLagConfig
 from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
 from robustsafe.experiments.table import collect_table
 from robustsafe.nets import SquashedGaussianActor
 from robustsafe.pid import PIDConfig, PIDState, pid_step
+from robustsafe.presets import preset
 from robustsafe.runstate import load_state
 from robustsafe.schedule import epsilon_at
 

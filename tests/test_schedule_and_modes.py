@@ -5,9 +5,10 @@ import pytest
 import torch
 from tiny_config import tiny_config
 
-from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mode, preset
+from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mode
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
+from robustsafe.presets import preset
 from robustsafe.runstate import load_state
 from robustsafe.schedule import epsilon_at
 from robustsafe.train import gaussian_kl, train, train_metrics

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from robustsafe import envs, velocity_envs
-from robustsafe.config import _episode_length, preset
+from robustsafe.presets import _episode_length, preset
 from robustsafe.safety_gymnasium_compat import SixTupleAdapter
 from robustsafe.velocity_envs import TASKS, VelocityCost, VelocityTask, velocity_cost
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from robustsafe.cli._common import CLIError, add_renamed_option
 from robustsafe.cli.train import DEFAULT_PRESET
-from robustsafe.config import PRESETS
+from robustsafe.presets import PRESETS
 
 
 def cmd_grid(args: argparse.Namespace) -> int:

@@ -8,7 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from robustsafe.cli._common import CLIError, add_env_workers_option
-from robustsafe.config import PRESETS, TrainConfig, resolve
+from robustsafe.config import TrainConfig
+from robustsafe.presets import PRESETS, resolve
 
 # The --preset of train and grid when none is given: the quickstart's.
 DEFAULT_PRESET = "fast"
@@ -90,7 +91,8 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
                 cfg = replace(cfg, epochs=max(1, math.ceil(args.total_steps / cfg.steps_per_epoch)))
         else:
             if file_sets:  # the file's own errors name the file
-                from robustsafe.config import apply_sets, preset
+                from robustsafe.config import apply_sets
+                from robustsafe.presets import preset
 
                 base = preset(named["env"], named["preset"], mode=named["mode"], algo=named["algo"])
                 try:

@@ -132,7 +132,7 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
 def _episode_length(env_id: str, episode_steps: int | None) -> int:
     if episode_steps:
         return int(episode_steps)
-    from robustsafe.config import _episode_length as registered
+    from robustsafe.presets import _episode_length as registered
 
     try:
         return registered(env_id) or 1000

@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from robustsafe.cli import main
-from robustsafe.config import resolve, to_dict
+from robustsafe.config import to_dict
 from robustsafe.experiments import plots
+from robustsafe.presets import resolve
 
 ENV = "SafetyCarRun-v0"
 

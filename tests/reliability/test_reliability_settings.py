@@ -7,7 +7,7 @@ import pytest
 import yaml
 from conftest import TOY, cli_train, one_line_error
 
-from robustsafe.config import resolve
+from robustsafe.presets import resolve
 
 
 def test_the_readme_set_example_trains(tmp_path):

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from robustsafe.config import PRESETS, TrainConfig, check_mode, resolve, split_algo
+from robustsafe.config import TrainConfig, check_mode, split_algo
+from robustsafe.presets import PRESETS, resolve
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
 BACKENDS = ("local", "ray")

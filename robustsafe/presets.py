@@ -1,0 +1,284 @@
+"""The per-task presets, and the resolution of a run's settings from them.
+
+Two presets per task:
+
+- ``paper``: the settings of the paper's appendix C.7 and of the authors' code:
+  full-batch actor updates (80 iterations, 160 on AntCircle), target KL 0.01, actor gradient
+  norm clipped at 0.02, gamma 0.99 and clip 0.2 as in the code (the appendix's 0.995 and "0.02"
+  disagree with it; we follow the code, whose numbers the paper reports), only the reward
+  advantage normalised. These runs are long (40k-80k steps per epoch).
+- ``fast``: our deviation for quick training on a small machine. Smaller epochs (one episode
+  per environment, 20 environments), shuffled minibatches of 1024
+  with 10 passes instead of 80 full-batch steps, target KL 0.02, a larger gradient clip (0.5;
+  0.02 with minibatches makes each step tiny), and centred cost advantages. Why: the paper's
+  40k-step epochs spend most samples on very few policy updates; on a 2-core machine more,
+  smaller updates reach the same reward several times sooner. Everything else (network,
+  PID gains, critics, cost limit) is the paper's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from robustsafe.config import (
+    OFF_POLICY_ALGOS,
+    CVPOConfig,
+    FOCOPSConfig,
+    PPOLagConfig,
+    RobustConfig,
+    SACLagConfig,
+    TrainConfig,
+    apply_sets,
+    check_algo,
+    check_mode,
+)
+from robustsafe.pid import PIDConfig
+
+# ----------------------------------------------------------------------------- presets
+
+# Per task, from the paper's appendix C.7 and the authors' code: epochs, steps per epoch, actor
+# lr, network, learner overrides, attack budget and the exponential schedule's start / decay.
+_PAPER_TASKS: dict[str, dict[str, Any]] = {
+    "SafetyCarRun-v0": dict(
+        epochs=100,
+        steps_per_epoch=40_000,
+        ppo=dict(actor_lr=3e-4),
+        robust=dict(epsilon=0.05, schedule_start=20, schedule_length=30),
+    ),
+    "SafetyCarCircle-v0": dict(
+        epochs=100,
+        steps_per_epoch=42_000,
+        ppo=dict(actor_lr=3e-4, hidden=(256, 256)),
+        robust=dict(epsilon=0.05, schedule_start=50, schedule_length=100),
+    ),
+    "SafetyDroneRun-v0": dict(
+        epochs=250,
+        steps_per_epoch=80_000,
+        ppo=dict(actor_lr=2e-4, hidden=(256, 256), clip_ratio=0.15, target_kl=0.005),
+        robust=dict(epsilon=0.025, schedule_start=20, schedule_length=80),
+    ),
+    "SafetyDroneCircle-v0": dict(
+        epochs=500,
+        steps_per_epoch=60_000,
+        ppo=dict(actor_lr=3e-4, hidden=(256, 256)),
+        robust=dict(epsilon=0.025, schedule_start=100, schedule_length=100),
+    ),
+    "SafetyAntRun-v0": dict(
+        epochs=250,
+        steps_per_epoch=80_000,
+        ppo=dict(actor_lr=5e-4, hidden=(256, 256)),
+        robust=dict(epsilon=0.025, schedule_start=50, schedule_length=80),
+    ),
+    "SafetyAntCircle-v0": dict(
+        epochs=800,
+        steps_per_epoch=80_000,
+        episode_steps=300,
+        ppo=dict(actor_lr=5e-4, hidden=(256, 256), actor_passes=160),
+        robust=dict(epsilon=0.025, schedule_start=150, schedule_length=300),
+    ),
+}
+# Episode lengths: Bullet-Safety-Gym 1.4.0's, which are the paper's on every task but two.
+# AntCircle runs 500 steps in 1.4.0 and 300 in the paper: the presets cut it at 300 so that
+# rewards compare with the paper's. DroneRun runs 200 steps in 1.4.0 and 100 in the paper, but
+# 1.4.0 halved the Drone's frame skip, so 200 steps span the paper's 100 in simulated time: kept.
+# Set ``episode_steps`` to change either (``--set episode_steps=500``).
+#
+# The schedule start / length are the original code's, for its exponential form (the paper's
+# text says linear; with the linear form CarCircle's 50 + 100 epochs end at half the budget).
+_PAPER_ALL: dict[str, Any] = dict(robust=dict(schedule="exp"))
+
+_FAST_ALL: dict[str, Any] = dict(
+    ppo=dict(
+        actor_passes=10,
+        critic_passes=10,
+        minibatch_size=1024,
+        target_kl=0.02,
+        actor_max_grad_norm=0.5,
+        critic_max_grad_norm=0.5,
+        center_cost_advantage=True,
+        actor_lr=5e-4,
+    ),
+    # Half of the envs act on attacked observations in random / adv rollouts (the original
+    # attacked all): measured on CarCircle ADV-PPOL(MR) seed 0 (benchmarks/results/recipe),
+    # natural reward 273.5 and cost <= 2.66 under attack, against 152.2 and 14-22 with every
+    # env attacked (all else equal).
+    robust=dict(attacked_fraction=0.5),
+    # KI 0.01 (paper 0.003): the integral must carry the multiplier, the P term acts only
+    # above the limit. Measured (benchmarks/results/recipe): with KI 0.0005 the training cost
+    # stayed at 7-13 (CarRun, DroneRun); with 0.01 DroneRun met the limit (4.4) and learned
+    # faster (training reward 427 against 317 at 100 / 150 epochs).
+    pid=dict(ki=0.01),
+)
+# FOCOPS under fast (only for --algo focops, so that a PPOL run's settings do not depend on
+# it): 4,000-6,000-step epochs; minibatches of 256 give 16-24 actor steps per pass.
+_FAST_FOCOPS: dict[str, Any] = dict(focops=dict(minibatch_size=256))
+# fast: 20 envs, one episode per env per epoch (steps_per_epoch = 20 x episode length), and the
+# original exponential schedule with its start and decay scaled to the same fraction of the run
+# (CarCircle: start 50 / decay 100 of 100 epochs -> 75 / 150 of 150).
+_FAST_TASKS: dict[str, dict[str, Any]] = {
+    "SafetyCarRun-v0": dict(
+        epochs=150, steps_per_epoch=4_000, robust=dict(schedule_start=30, schedule_length=45)
+    ),
+    "SafetyCarCircle-v0": dict(
+        epochs=150, steps_per_epoch=6_000, robust=dict(schedule_start=75, schedule_length=150)
+    ),
+    "SafetyDroneRun-v0": dict(
+        epochs=150, steps_per_epoch=4_000, robust=dict(schedule_start=12, schedule_length=48)
+    ),
+    # 400 epochs (2.4M steps), measured (benchmarks/results/table1da): PPOL-vanilla seed 0
+    # natural 525.8 / 0.00 after 250 epochs (74% of the paper's 706.9, training reward still
+    # rising), 582.7 / 4.38 after 400 (82%). The schedule: the paper's 100 / 100 of 500 epochs.
+    "SafetyDroneCircle-v0": dict(
+        epochs=400, steps_per_epoch=6_000, robust=dict(schedule_start=80, schedule_length=80)
+    ),
+    "SafetyAntRun-v0": dict(
+        epochs=250, steps_per_epoch=4_000, robust=dict(schedule_start=50, schedule_length=80)
+    ),
+    "SafetyAntCircle-v0": dict(
+        epochs=300, steps_per_epoch=6_000, robust=dict(schedule_start=56, schedule_length=112)
+    ),
+    # Not in the paper: the Car schedules' fractions, CarRun's (128, 128) network.
+    "SafetyBallRun-v0": dict(
+        epochs=100, steps_per_epoch=2_000, robust=dict(schedule_start=20, schedule_length=30)
+    ),
+    "SafetyBallCircle-v0": dict(
+        epochs=100, steps_per_epoch=4_000, robust=dict(schedule_start=50, schedule_length=100)
+    ),
+    "SafetyBallGather-v0": dict(
+        epochs=100, steps_per_epoch=5_000, robust=dict(schedule_start=50, schedule_length=100)
+    ),
+    "SafetyBallReach-v0": dict(
+        epochs=100, steps_per_epoch=5_000, robust=dict(schedule_start=50, schedule_length=100)
+    ),
+}
+
+
+def _episode_length(env_id: str) -> int | None:
+    """The registered time limit of ``env_id``, without building the env (None if unknown)."""
+    import gymnasium as gym
+
+    from robustsafe.envs import register_for
+
+    register_for(env_id)
+    try:
+        return gym.spec(env_id).max_episode_steps
+    except gym.error.Error:
+        return None
+
+
+def _fast_fallback(env_id: str, episode_steps: int | None) -> dict[str, Any]:
+    """fast settings of a task without its own: one episode per env per epoch (at most 1,000
+    steps per env; episodes continue across epochs anyway), 100 epochs."""
+    length = episode_steps or _episode_length(env_id) or 200
+    return dict(epochs=100, steps_per_epoch=20 * min(length, 1_000))
+
+
+PRESETS = ("paper", "fast")
+
+
+# SAC-Lagrangian and CVPO (every off-policy learner): the paper gives no schedule. Both presets
+# take 10,000-step epochs (20 envs x 500 steps) so that one "epoch" is a few episodes: fast 40
+# epochs (400k steps, FSRL's CarRun curves settle by 300k), paper 100 epochs (1M steps). The
+# attack schedule's start and length keep the task preset's fractions of the run (fast CarRun:
+# 30 / 45 of 150 -> 8 / 12).
+_SAC_ALL: dict[str, Any] = dict(steps_per_epoch=10_000)
+_SAC_EPOCHS = {"paper": 100, "fast": 40}
+
+_GROUPS = ("ppo", "pid", "focops", "sac", "cvpo", "robust")
+
+
+def preset(
+    env_id: str, name: str = "paper", mode: str = "vanilla", algo: str = "ppol", **overrides: Any
+) -> TrainConfig:
+    """The resolved settings of preset ``name`` for ``env_id``, learner ``algo`` and training
+    ``mode``, with top-level overrides.
+
+    Every learner takes the task's epochs, steps per epoch, network and attack schedule; the
+    learner's own settings (``ppo`` / ``pid`` for PPO-Lagrangian, ``focops`` for FOCOPS,
+    ``sac`` for SAC-Lagrangian, ``cvpo`` for CVPO) come from its group (FOCOPS: its paper's
+    values under ``paper``, smaller minibatches under ``fast``). The off-policy learners
+    (SAC-Lagrangian, CVPO) take their own epochs (``_SAC_EPOCHS``)
+    and the task's attack schedule scaled to them. Tasks without a preset of their own (other
+    Bullet-Safety-Gym ids, custom envs) take the CarRun values of ``paper`` and, under ``fast``,
+    one episode per env per epoch.
+    """
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; accepted: {', '.join(PRESETS)}")
+    check_mode(mode)
+    check_algo(algo)
+    layers = [_PAPER_TASKS.get(env_id, _PAPER_TASKS["SafetyCarRun-v0"])]
+    layers.append(_PAPER_ALL)
+    if name == "fast":
+        task = _FAST_TASKS.get(env_id)
+        if task is None:
+            task = _fast_fallback(env_id, overrides.get("episode_steps"))
+        layers += [_FAST_ALL, task]
+        if algo == "focops":
+            layers.append(_FAST_FOCOPS)
+    values: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {g: {} for g in _GROUPS}
+    for layer in layers:
+        for key, value in layer.items():
+            if key in _GROUPS:
+                groups[key].update(value)
+            else:
+                values[key] = value
+    groups["robust"]["mode"] = mode
+    if algo in OFF_POLICY_ALGOS:  # SAC's epochs; the task's schedule at the same fractions
+        ratio = _SAC_EPOCHS[name] / values.get("epochs", 100)
+        r = groups["robust"]
+        r["schedule_start"] = round(r.get("schedule_start", 20) * ratio)
+        r["schedule_length"] = max(1, round(r.get("schedule_length", 30) * ratio))
+        values.update(_SAC_ALL, epochs=_SAC_EPOCHS[name])
+    cfg = TrainConfig(
+        env_id=env_id,
+        algo=algo,
+        preset=name,
+        ppo=PPOLagConfig(**groups["ppo"]),
+        pid=PIDConfig(**groups["pid"]),
+        focops=FOCOPSConfig(**groups["focops"]),
+        sac=SACLagConfig(**groups["sac"]),
+        cvpo=CVPOConfig(**groups["cvpo"]),
+        robust=RobustConfig(**groups["robust"]),
+        **values,
+    )
+    return replace(cfg, **overrides) if overrides else cfg
+
+
+def resolve(
+    env_id: str,
+    preset_name: str = "paper",
+    mode: str = "vanilla",
+    seed: int = 0,
+    workers: int | None = None,
+    num_envs: int | None = None,
+    obs_norm: bool = False,
+    sets: list[str] | tuple[str, ...] = (),
+    epochs: int | None = None,
+    total_steps: int | None = None,
+    algo: str = "ppol",
+    file_sets: list[str] | tuple[str, ...] = (),
+) -> TrainConfig:
+    """The settings of ``robustsafe train``: the preset, then a settings file's values
+    (``file_sets``, as ``--set`` items: ``rundir.load_settings_file``), then the workers / envs /
+    normaliser options, then ``--set`` overrides, then the run length. Raises ValueError."""
+    cfg = preset(env_id, preset_name, mode=mode, algo=algo, seed=seed)
+    cfg = apply_sets(cfg, file_sets)
+    overrides: dict[str, Any] = {}
+    if workers is not None:
+        overrides["workers"] = workers
+    if num_envs is not None:
+        overrides["num_envs"] = num_envs
+    if obs_norm:
+        overrides["obs_normalization"] = True
+    cfg = replace(cfg, **overrides) if overrides else cfg
+    cfg = apply_sets(cfg, sets)
+    if epochs is not None:
+        cfg = replace(cfg, epochs=epochs)
+    if total_steps is not None:
+        if total_steps < 1:
+            raise ValueError(f"--total-steps must be >= 1, got {total_steps}")
+        cfg = replace(cfg, epochs=max(1, math.ceil(total_steps / cfg.steps_per_epoch)))
+    return cfg
