@@ -83,14 +83,22 @@ def our_epochs(python: str, learner: str, max_env_steps: int) -> tuple[int, int]
     return per_epoch, max(1, min(epochs, math.ceil(max_env_steps / per_epoch)))
 
 
-def run_logged(cmd: list[str], log: Path, env: dict) -> tuple[int, float]:
-    """Run ``cmd`` from the repository root, output to ``log``; returns (exit code, seconds)."""
+def run_logged(
+    cmd: list[str], log: Path, env: dict, places: dict[str, str] | None = None
+) -> tuple[int, float]:
+    """Run ``cmd`` from the repository root, output to ``log`` with each of ``places``' paths
+    written as its name (the log is committed; no machine's paths in it); returns (exit code,
+    seconds)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     print("$", shlex.join(cmd), f"> {log}", flush=True)
     t0 = time.perf_counter()
-    with log.open("w") as f:
+    with log.open("w") as f:  # streamed: a killed run keeps its log
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT).returncode
     dt = time.perf_counter() - t0
+    text = log.read_text(errors="replace")
+    for path, name in (places or {}).items():
+        text = text.replace(path, name)
+    log.write_text(text)
     print(f"  exit {rc} after {dt:.0f} s", flush=True)
     return rc, dt
 
@@ -245,7 +253,32 @@ def _cells(x: dict | None, missing: str) -> list[str]:
     ]
 
 
-def report(out: Path, driver_command: str | None) -> str:
+def driver_command(argv: list[str]) -> str:
+    """This call as a command line, without ``--fsrl-venv`` (a place on this machine; the venv
+    is made by ``benchmarks/setup_fsrl_venv.sh``)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--fsrl-venv":
+            skip = True
+        elif not arg.startswith("--fsrl-venv="):
+            kept.append(arg)
+    return "python benchmarks/speed_vs_fsrl.py " + shlex.join(kept)
+
+
+def record_driver(out: Path, command: str) -> list[str]:
+    """Add ``command`` to ``OUT/drivers.txt`` (one line per driver call whose results are in
+    OUT, in order, no repeats) and return the list."""
+    path = out / "drivers.txt"
+    calls = path.read_text().splitlines() if path.exists() else []
+    if command not in calls:
+        calls.append(command)
+        path.write_text("\n".join(calls) + "\n")
+    return calls
+
+
+def report(out: Path, drivers: list[str]) -> str:
     found = sorted(
         {
             (p.parent.name.rsplit("-seed", 1)[0], int(p.parent.name.rsplit("-seed", 1)[1]))
@@ -321,8 +354,8 @@ def report(out: Path, driver_command: str | None) -> str:
             "",
         ]
     lines += ["## Commands", ""]
-    if driver_command:
-        lines += ["The driver:", "", "```", driver_command, "```", ""]
+    if drivers:
+        lines += ["The driver calls, one per group of learners:", "", "```", *drivers, "```", ""]
     lines += ["Each run (one process each):", "", "```", *commands, "```", ""]
     lines += [DIFFERENCES, ""]
     return "\n".join(lines)
@@ -424,6 +457,7 @@ def main() -> None:
                 "(FSRL_VENV=DIR for another place) or pass --fsrl-venv"
             )
         freeze(args)
+        places = {str(Path(args.fsrl_venv).resolve()): ".fsrl-venv", str(ROOT): "."}
         ours_have = our_algos(args.python)
         for learner in args.learners:
             epochs = per_epoch = None  # FSRL snapshots once per epoch of ours
@@ -442,11 +476,16 @@ def main() -> None:
                 fsrl_job = ("fsrl", fsrl_command(args, learner, seed, per_epoch), fsrl_env())
                 jobs = jobs + [fsrl_job] if ours_first else [fsrl_job] + jobs
                 for side, cmd, env in jobs:
-                    rc, _ = run_logged(cmd, out / "logs" / f"{learner}-seed{seed}-{side}.log", env)
+                    log = out / "logs" / f"{learner}-seed{seed}-{side}.log"
+                    rc, _ = run_logged(cmd, log, env, places)
                     if rc != 0:
                         print(f"  {side} failed: see the log", flush=True)
-    driver = "python benchmarks/speed_vs_fsrl.py " + shlex.join(sys.argv[1:])
-    text = report(out, None if args.report_only else driver)
+    if args.report_only:
+        path = out / "drivers.txt"
+        drivers = path.read_text().splitlines() if path.exists() else []
+    else:
+        drivers = record_driver(out, driver_command(sys.argv[1:]))
+    text = report(out, drivers)
     (out / "README.md").write_text(text)
     print(text)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,7 +83,7 @@ def test_report_table_ratio_and_missing_sides(tmp_path: Path) -> None:
     first = {"index": 12, "env_steps": 48_000, "wall_from_launch_s": 32.0}
     _write(tmp_path / "fsrl" / "ppol-seed0.json", fsrl({**first, "reward": 505, "cost": 4}))
     _write(tmp_path / "fsrl" / "cvpo-seed1.json", fsrl(None))
-    text = drv.report(tmp_path, "python benchmarks/speed_vs_fsrl.py --seeds 0")
+    text = drv.report(tmp_path, ["python benchmarks/speed_vs_fsrl.py --seeds 0"])
     ours = "| ppol | 0 | RobustSafe | 36,000 | 24.0 | 510.0 / 1.00 | 550.0 / 0.50 | 2000 | 1.0 |"
     assert ours in text
     assert "| ppol | 0 | FSRL | 48,000 | 32.0 | 505.0 / 4.00 | 530.0 / 8.00 | 1600 | 2.0 |" in text
@@ -90,3 +91,26 @@ def test_report_table_ratio_and_missing_sides(tmp_path: Path) -> None:
     assert "| cvpo | 1 | RobustSafe | not in this checkout | - | - | - | - | - | - |" in text
     assert "| cvpo | 1 | FSRL | not within 400,000 | - | - |" in text
     assert ".fsrl-venv/bin/python benchmarks/fsrl_speed.py --seed 0" in text
+
+
+def test_driver_calls_accumulate_without_the_venv_path(tmp_path: Path) -> None:
+    """Each driver call is listed once, in order; the machine-specific --fsrl-venv is dropped."""
+    drv = _module("speed_vs_fsrl")
+    first = drv.driver_command(["--learners", "ppol", "--fsrl-venv", "/some/venv", "--seeds", "0"])
+    assert first == "python benchmarks/speed_vs_fsrl.py --learners ppol --seeds 0"
+    second = drv.driver_command(["--learners", "sac-lag", "--fsrl-venv=/x"])
+    assert second == "python benchmarks/speed_vs_fsrl.py --learners sac-lag"
+    assert drv.record_driver(tmp_path, first) == [first]
+    assert drv.record_driver(tmp_path, second) == [first, second]
+    assert drv.record_driver(tmp_path, first) == [first, second]
+    text = drv.report(tmp_path, [first, second])
+    assert f"```\n{first}\n{second}\n```" in text
+
+
+def test_run_logs_name_the_venv_not_its_place(tmp_path: Path) -> None:
+    drv = _module("speed_vs_fsrl")
+    log = tmp_path / "run.log"
+    cmd = [sys.executable, "-c", "print('/some/place/venv/lib/x.py: warning')"]
+    rc, _ = drv.run_logged(cmd, log, dict(os.environ), {"/some/place/venv": ".fsrl-venv"})
+    assert rc == 0
+    assert log.read_text() == ".fsrl-venv/lib/x.py: warning\n"
