@@ -115,50 +115,39 @@ _FAST_ALL: dict[str, Any] = dict(
 # FOCOPS under fast (only for --algo focops, so that a PPOL run's settings do not depend on
 # it): 4,000-6,000-step epochs; minibatches of 256 give 16-24 actor steps per pass.
 _FAST_FOCOPS: dict[str, Any] = dict(focops=dict(minibatch_size=256))
+
+
+def _fast(
+    epochs: int, steps_per_epoch: int, start: int, length: int, **robust: Any
+) -> dict[str, Any]:
+    """A task's fast settings: run length, epoch size, the attack schedule's start / length
+    (epochs), and other ``robust`` settings."""
+    robust = dict(schedule_start=start, schedule_length=length, **robust)
+    return dict(epochs=epochs, steps_per_epoch=steps_per_epoch, robust=robust)
+
+
 # fast: 20 envs, one episode per env per epoch (steps_per_epoch = 20 x episode length), and the
 # original exponential schedule with its start and decay scaled to the same fraction of the run
 # (CarCircle: start 50 / decay 100 of 100 epochs -> 75 / 150 of 150).
 _FAST_TASKS: dict[str, dict[str, Any]] = {
-    "SafetyCarRun-v0": dict(
-        epochs=150, steps_per_epoch=4_000, robust=dict(schedule_start=30, schedule_length=45)
-    ),
-    "SafetyCarCircle-v0": dict(
-        epochs=150, steps_per_epoch=6_000, robust=dict(schedule_start=75, schedule_length=150)
-    ),
+    "SafetyCarRun-v0": _fast(150, 4_000, 30, 45),
+    "SafetyCarCircle-v0": _fast(150, 6_000, 75, 150),
     # Every env attacked on DroneRun (the original code's 1.0, not _FAST_ALL's 0.5): measured
     # (benchmarks/results/table1da), ADV-PPOL(MC) / (MR) seed 0 with half the envs attacked
     # each resisted only its own attacker (MR 89.4 / MC 37.7); with every env attacked both
     # keep cost 0.00 under every attacker (natural 321.8 / 328.4).
-    "SafetyDroneRun-v0": dict(
-        epochs=150,
-        steps_per_epoch=4_000,
-        robust=dict(schedule_start=12, schedule_length=48, attacked_fraction=1.0),
-    ),
+    "SafetyDroneRun-v0": _fast(150, 4_000, 12, 48, attacked_fraction=1.0),
     # 400 epochs (2.4M steps), measured (benchmarks/results/table1da): PPOL-vanilla seed 0
     # natural 525.8 / 0.00 after 250 epochs (74% of the paper's 706.9, training reward still
     # rising), 582.7 / 4.38 after 400 (82%). The schedule: the paper's 100 / 100 of 500 epochs.
-    "SafetyDroneCircle-v0": dict(
-        epochs=400, steps_per_epoch=6_000, robust=dict(schedule_start=80, schedule_length=80)
-    ),
-    "SafetyAntRun-v0": dict(
-        epochs=250, steps_per_epoch=4_000, robust=dict(schedule_start=50, schedule_length=80)
-    ),
-    "SafetyAntCircle-v0": dict(
-        epochs=300, steps_per_epoch=6_000, robust=dict(schedule_start=56, schedule_length=112)
-    ),
+    "SafetyDroneCircle-v0": _fast(400, 6_000, 80, 80),
+    "SafetyAntRun-v0": _fast(250, 4_000, 50, 80),
+    "SafetyAntCircle-v0": _fast(300, 6_000, 56, 112),
     # Not in the paper: the Car schedules' fractions, CarRun's (128, 128) network.
-    "SafetyBallRun-v0": dict(
-        epochs=100, steps_per_epoch=2_000, robust=dict(schedule_start=20, schedule_length=30)
-    ),
-    "SafetyBallCircle-v0": dict(
-        epochs=100, steps_per_epoch=4_000, robust=dict(schedule_start=50, schedule_length=100)
-    ),
-    "SafetyBallGather-v0": dict(
-        epochs=100, steps_per_epoch=5_000, robust=dict(schedule_start=50, schedule_length=100)
-    ),
-    "SafetyBallReach-v0": dict(
-        epochs=100, steps_per_epoch=5_000, robust=dict(schedule_start=50, schedule_length=100)
-    ),
+    "SafetyBallRun-v0": _fast(100, 2_000, 20, 30),
+    "SafetyBallCircle-v0": _fast(100, 4_000, 50, 100),
+    "SafetyBallGather-v0": _fast(100, 5_000, 50, 100),
+    "SafetyBallReach-v0": _fast(100, 5_000, 50, 100),
 }
 
 
