@@ -20,6 +20,7 @@ MEASURED = {
     "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3),
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3),
     "SafetyCarRun-v0/focops-adv-mc": (2664.4, 1224.72, 1071.7, 19.87, 318.96, 1),
+    "SafetyCarRun-v0/focops-adv-mr": (3047.05, 1289.03, 1320.97, 20.93, 380.29, 1),
     "SafetyCarRun-v0/focops-vanilla": (1454.85, 1122.34, 0.0, 21.87, 271.06, 1),
     "SafetyCarRun-v0/random": (640.85, 492.59, 12.53, 10.41, 93.76, 3),
     "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3),
