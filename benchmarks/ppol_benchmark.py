@@ -1,8 +1,8 @@
 """Issue 2 benchmark: a learner's quality, time-to-target and throughput on one task.
 
 For each seed: train the learner (``--algo``, PPO-Lagrangian by default) with the chosen preset
-(keeping an agent snapshot every epoch), evaluate the final agent on 50 episodes, and evaluate
-the snapshots in order until the first one that meets the target (reward >= target, cost <=
+(keeping an agent snapshot every ``checkpoint_every`` epochs), evaluate the final agent on 50
+episodes, and evaluate the snapshots in order until the first one that meets the target (reward >= target, cost <=
 limit, 50 episodes each; snapshots failing a loose 10-episode screen, reward < 0.9 x target or
 cost > 2 x limit + 1, are skipped; only the ``--scan-seeds``, seed 0 by default, are scanned).
 Before training, measure the raw random-action throughput of the same vector env layout (both
@@ -154,6 +154,8 @@ def main() -> None:
             first = None
             for row in rows if seed in args.scan_seeds else []:
                 ckpt = run / "checkpoints" / f"agent_epoch_{int(row['epoch']):04d}.pt"
+                if not ckpt.exists():  # snapshots every ``checkpoint_every`` epochs only
+                    continue
                 agent = load_agent(ckpt)
                 # a 10-episode screen with a loose threshold skips hopeless snapshots cheaply
                 screen = evaluate_agent(agent, eval_vec, 10, seed=0)[0].summary()

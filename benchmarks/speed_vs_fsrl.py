@@ -70,17 +70,18 @@ def fsrl_env() -> dict:
 
 
 def our_epochs(python: str, learner: str, max_env_steps: int) -> tuple[int, int]:
-    """Env steps per epoch of ours' ``fast`` preset, and the epochs that reach
-    ``max_env_steps`` (at most the preset's)."""
+    """Env steps between two snapshots of ours' ``fast`` preset (``checkpoint_every`` epochs),
+    and the epochs that reach ``max_env_steps`` (at most the preset's)."""
     code = (
         "from robustsafe.presets import preset; "
-        f"c = preset('{ENV}', 'fast', algo='{learner}'); print(c.steps_per_epoch, c.epochs)"
+        f"c = preset('{ENV}', 'fast', algo='{learner}'); "
+        "print(c.steps_per_epoch, c.epochs, max(1, c.checkpoint_every))"
     )
     out = subprocess.run(
         [python, "-c", code], capture_output=True, text=True, env=ours_env(), cwd=ROOT, check=True
     )
-    per_epoch, epochs = map(int, out.stdout.split())
-    return per_epoch, max(1, min(epochs, math.ceil(max_env_steps / per_epoch)))
+    per_epoch, epochs, every = map(int, out.stdout.split())
+    return per_epoch * every, max(1, min(epochs, math.ceil(max_env_steps / per_epoch)))
 
 
 def run_logged(
@@ -381,14 +382,16 @@ Different, by design (each library with its own defaults):
   script's config class for the task (`Bullet1MCfg` for CarRun) with FSRL's defaults, among
   them cost limit 10 (the criterion still asks cost <= 5), 4 torch threads on this machine,
   and FSRL's vector env (`ShmemVectorEnv`, one subprocess per env: 20 for PPOL/FOCOPS, 10 for
-  CVPO, 2 for SAC-Lag, plus 2 test envs). Ours: 20 envs in 2 worker processes, 1 torch thread.
+  CVPO, 2 for SAC-Lag, plus 2 test envs). Ours: 20 envs (SAC-Lag: 5) in 2 worker processes,
+  1 torch thread.
 - **Work inside the clock.** FSRL's trainer runs its own 2-episode test after every FSRL
   epoch and logs to TensorBoard (its example logs to wandb instead; this benchmark uses FSRL's
   TensorBoard logger so that nothing goes over the network); ours writes metrics.csv,
   TensorBoard and an agent checkpoint every epoch. Both sides' snapshot saving is in the clock.
-- **Snapshot points.** Ours: end of every epoch. FSRL: right after the first policy update at
-  or past each multiple of `--snapshot-every` env steps (default one epoch of ours: 4,000 for
-  PPOL/FOCOPS, 10,000 for SAC-Lag/CVPO); an FSRL update follows a whole collect
+- **Snapshot points.** Ours: every `checkpoint_every` epochs of the preset (every epoch; SAC-Lag:
+  every 10 epochs of 1,000 steps). FSRL: right after the first policy update at or past each
+  multiple of `--snapshot-every` env steps (default ours' spacing: 4,000 for PPOL/FOCOPS, 10,000
+  for SAC-Lag/CVPO); an FSRL update follows a whole collect
   (`episode_per_collect` episodes: 4,000 steps for PPOL/FOCOPS, 400 for SAC-Lag, 2,000 for
   CVPO), so FSRL's snapshots can fall up to one collect past the multiple.
 - **Training budget.** Both stop at `--max-env-steps` (ours: the epochs that reach it, at most
@@ -418,7 +421,7 @@ def main() -> None:
         type=int,
         default=400_000,
         help="training budget of each run, both sides (default 400,000: FSRL's CarRun "
-        "curves settle by 300k; ours' SAC-Lag fast preset is 400k)",
+        "curves settle by 300k; ours' SAC-Lag fast preset is 150k, CVPO's 400k)",
     )
     p.add_argument(
         "--fsrl-venv",
@@ -442,6 +445,13 @@ def main() -> None:
     p.add_argument(
         "--order", choices=("alternate", "ours-first", "fsrl-first"), default="alternate"
     )
+    p.add_argument(
+        "--sides",
+        choices=("both", "ours", "fsrl"),
+        default="both",
+        help="run both libraries, or only one side (after a change to one of them; the other "
+        "side's JSON files in OUT stay and the README is rebuilt from all of them)",
+    )
     p.add_argument("--runs", default="runs/speed_vs_fsrl")
     p.add_argument("--out", default="benchmarks/results/speed_vs_fsrl")
     p.add_argument("--report-only", action="store_true")
@@ -460,9 +470,9 @@ def main() -> None:
         places = {str(Path(args.fsrl_venv).resolve()): ".fsrl-venv", str(ROOT): "."}
         ours_have = our_algos(args.python)
         for learner in args.learners:
-            epochs = per_epoch = None  # FSRL snapshots once per epoch of ours
+            epochs = spacing = None  # FSRL snapshots as often as ours
             if learner in ours_have:
-                per_epoch, epochs = our_epochs(args.python, learner, args.max_env_steps)
+                spacing, epochs = our_epochs(args.python, learner, args.max_env_steps)
             else:
                 print(f"{learner}: not in this checkout's learners {ours_have}; FSRL only")
             for i, seed in enumerate(args.seeds):
@@ -470,11 +480,13 @@ def main() -> None:
                     args.order
                 ]
                 jobs = []
-                if epochs is not None:
+                if epochs is not None and args.sides != "fsrl":
                     shutil.rmtree(Path(args.runs) / "ours" / f"{learner}-seed{seed}", True)
                     jobs.append(("ours", ours_command(args, learner, seed, epochs), ours_env()))
-                fsrl_job = ("fsrl", fsrl_command(args, learner, seed, per_epoch), fsrl_env())
-                jobs = jobs + [fsrl_job] if ours_first else [fsrl_job] + jobs
+                fsrl_job = [("fsrl", fsrl_command(args, learner, seed, spacing), fsrl_env())]
+                if args.sides == "ours":
+                    fsrl_job = []
+                jobs = jobs + fsrl_job if ours_first else fsrl_job + jobs
                 for side, cmd, env in jobs:
                     log = out / "logs" / f"{learner}-seed{seed}-{side}.log"
                     rc, _ = run_logged(cmd, log, env, places)

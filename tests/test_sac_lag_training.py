@@ -162,7 +162,7 @@ def test_pid_multiplier_follows_the_epochs_episode_costs(tmp_path):
 
     full, cut = full_and_resumed(train, tmp_path, "vanilla")
     rows = list(csv.DictReader((full / "metrics.csv").open()))
-    cfg = PIDConfig(kp=0.3, ki=0.2, kd=0.001, cost_limit=0.5)  # kd: the fast preset's
+    cfg = PIDConfig(kp=0.3, ki=0.2, kd=0.1, cost_limit=0.5)  # kd: the fast SAC preset's
     state, expected = PIDState(), []
     for r in rows:
         assert int(r["episodes"]) == 2
@@ -184,9 +184,21 @@ def test_pid_multiplier_is_the_default_and_bad_names_are_refused():
 def test_sac_presets_scale_the_attack_schedule_to_their_epochs(env_id):
     ppol = preset(env_id, "fast")
     sac = preset(env_id, "fast", algo="sac-lag")
-    assert (sac.epochs, sac.steps_per_epoch) == (40, 10_000)
+    assert (sac.epochs, sac.steps_per_epoch, sac.num_envs) == (150, 1_000, 5)
     r, q = sac.robust, ppol.robust
     assert r.schedule_start / sac.epochs == pytest.approx(q.schedule_start / ppol.epochs, abs=0.02)
     final = epsilon_at(sac.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
     assert final >= 0.9 * r.epsilon  # the full budget is reached, as PPOL's schedule does
     assert preset(env_id, "paper", algo="sac-lag").epochs == 100
+
+
+def test_fast_sac_steps_its_pid_after_every_episode_batch_with_fsrls_gains():
+    cfg = preset("SafetyCarRun-v0", "fast", algo="sac-lag")
+    # 200 steps per env per epoch: every env ends one 200-step CarRun episode each epoch
+    assert cfg.rollout_length == 200 and cfg.steps_per_epoch == 5 * 200
+    assert (cfg.pid.kp, cfg.pid.ki, cfg.pid.kd) == (0.05, 0.0005, 0.1)
+    assert cfg.checkpoint_every == 10  # snapshots every 10,000 steps, as before
+    ppol = preset("SafetyCarRun-v0", "fast")
+    assert (ppol.pid.kp, ppol.pid.ki, ppol.pid.kd) == (0.1, 0.01, 0.001)  # PPOL's untouched
+    paper = preset("SafetyCarRun-v0", "paper", algo="sac-lag")
+    assert (paper.steps_per_epoch, paper.num_envs) == (10_000, 20)

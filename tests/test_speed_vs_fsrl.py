@@ -114,3 +114,13 @@ def test_run_logs_name_the_venv_not_its_place(tmp_path: Path) -> None:
     rc, _ = drv.run_logged(cmd, log, dict(os.environ), {"/some/place/venv": ".fsrl-venv"})
     assert rc == 0
     assert log.read_text() == ".fsrl-venv/lib/x.py: warning\n"
+
+
+def test_fsrl_snapshots_as_often_as_ours() -> None:
+    """FSRL's snapshot spacing defaults to ours': an epoch of the fast preset times its
+    ``checkpoint_every`` (SAC-Lag keeps a snapshot every 10 epochs of 1,000 steps), and ours'
+    epochs stop at the step budget."""
+    bench = _module("speed_vs_fsrl")
+    assert bench.our_epochs(sys.executable, "sac-lag", 400_000) == (10_000, 150)
+    assert bench.our_epochs(sys.executable, "sac-lag", 55_000) == (10_000, 55)
+    assert bench.our_epochs(sys.executable, "ppol", 200_000) == (4_000, 50)
