@@ -3,8 +3,9 @@
 For each seed: train the learner (``--algo``, PPO-Lagrangian by default) with the chosen preset
 (keeping an agent snapshot every ``checkpoint_every`` epochs), evaluate the final agent on 50
 episodes, and evaluate the snapshots in order until the first one that meets the target
-(reward >= target, cost <= limit, 50 episodes each; snapshots failing a loose 10-episode screen, reward < 0.9 x target or
-cost > 2 x limit + 1, are skipped; only the ``--scan-seeds``, seed 0 by default, are scanned).
+(reward >= target, cost <= limit, 50 episodes each; snapshots failing a loose 10-episode
+screen, reward < 0.9 x target or cost > 2 x limit + 1, are skipped; only the ``--scan-seeds``,
+seed 0 by default, are scanned).
 Before training, measure the raw random-action throughput of the same vector env layout (both
 cores) in the same process (``--raw-seconds 0`` skips it).
 
