@@ -483,10 +483,9 @@ def main() -> None:
                 if epochs is not None and args.sides != "fsrl":
                     shutil.rmtree(Path(args.runs) / "ours" / f"{learner}-seed{seed}", True)
                     jobs.append(("ours", ours_command(args, learner, seed, epochs), ours_env()))
-                fsrl_job = [("fsrl", fsrl_command(args, learner, seed, spacing), fsrl_env())]
-                if args.sides == "ours":
-                    fsrl_job = []
-                jobs = jobs + fsrl_job if ours_first else fsrl_job + jobs
+                fsrl = [("fsrl", fsrl_command(args, learner, seed, spacing), fsrl_env())]
+                fsrl = [] if args.sides == "ours" else fsrl
+                jobs = jobs + fsrl if ours_first else fsrl + jobs
                 for side, cmd, env in jobs:
                     log = out / "logs" / f"{learner}-seed{seed}-{side}.log"
                     rc, _ = run_logged(cmd, log, env, places)
