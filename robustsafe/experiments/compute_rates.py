@@ -26,7 +26,7 @@ MEASURED = {
     "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3),
     "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3),
     "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3),
-    "SafetyCarRun-v0/sac-lag-vanilla": (2612.82, 765.68, 0.0, 30.69, 1778.83, 1),
+    "SafetyCarRun-v0/sac-lag-vanilla": (6705.69, 1995.81, 0.0, 152.84, 4419.84, 1),
     "SafetyCarRun-v0/vanilla": (625.6, 485.38, 0.0, 13.66, 90.89, 3),
 }
 
