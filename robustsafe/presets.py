@@ -174,6 +174,13 @@ def _fast_fallback(env_id: str, episode_steps: int | None) -> dict[str, Any]:
 PRESETS = ("paper", "fast")
 
 
+def paper_epsilon(env_id: str) -> float:
+    """The paper's attack budget on ``env_id`` (Table 1: 0.05 on the Car tasks, 0.025 on Drone
+    and Ant); CarRun's 0.05 for tasks the paper does not cover."""
+    task = _PAPER_TASKS.get(env_id, _PAPER_TASKS["SafetyCarRun-v0"])
+    return float(task["robust"]["epsilon"])
+
+
 # SAC-Lagrangian and CVPO (every off-policy learner): the paper gives no schedule. Both presets
 # take 10,000-step epochs (20 envs x 500 steps) so that one "epoch" is a few episodes: fast 40
 # epochs (400k steps, FSRL's CarRun curves settle by 300k), paper 100 epochs (1M steps). The

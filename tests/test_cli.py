@@ -77,3 +77,23 @@ def test_agent_round_trip_keeps_every_network(toy_run, tmp_path):
     assert torch.equal(again.actor.mean_action(obs), act)
     assert torch.equal(again.critics.q_cost(obs, act), agent.critics.q_cost(obs, act))
     assert torch.equal(again.v_reward(obs), agent.v_reward(obs))
+
+
+def test_evaluate_attacks_at_the_runs_budget_unless_told(tmp_path, toy_env_id):
+    from robustsafe.config import RobustConfig
+    from robustsafe.presets import paper_epsilon
+
+    run = train(
+        tiny_config(toy_env_id, robust=RobustConfig(epsilon=0.025)), tmp_path / "r", progress=False
+    )
+    base = ["evaluate", "--run", str(run), "--episodes", "2", "--env-workers", "0"]
+    for extra, want in (([], 0.025), (["--eps", "0.05"], 0.05)):
+        out = tmp_path / f"eval{want}.json"
+        assert main([*base, "--attacks", "random", "--out", str(out), *extra]) == 0
+        eps = {r["attack"]: r["epsilon"] for r in json.loads(out.read_text())["results"]}
+        assert eps["random"] == pytest.approx(want)
+    # a foreign policy's default: the paper's budget for the task (Table 1)
+    assert paper_epsilon("SafetyDroneCircle-v0") == 0.025
+    assert paper_epsilon("SafetyAntRun-v0") == 0.025
+    assert paper_epsilon("SafetyCarCircle-v0") == 0.05
+    assert paper_epsilon("SafetyBallRun-v0") == 0.05

@@ -46,6 +46,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    if args.eps is None:  # the budget the run was trained and tabulated at
+        args.eps = f"{agent.config.robust.epsilon:g}"
     out = Path(args.out) if args.out else None
     if out is not None:  # before any episode runs: a bad path must not waste the work
         _check_output(out, args.force)
@@ -173,6 +175,10 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
     if args.attack_space != "raw":
         raise CLIError("--policy/--sb3: epsilon is in raw observation units (--attack-space raw)")
     policy = _foreign_policy(args)
+    if args.eps is None:
+        from robustsafe.presets import paper_epsilon
+
+        args.eps = f"{paper_epsilon(args.env):g}"
     attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
     if "none" not in attacks:
         attacks.insert(0, "none")
@@ -265,7 +271,10 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="comma-separated attackers: none,random,mad,amad,mc,mr,minr,mix:W",
     )
     e.add_argument(
-        "--eps", default="0.05", help="epsilon: 0.05, a list 0.02,0.05 or a sweep 0:0.1:11"
+        "--eps",
+        help="epsilon: 0.05, a list 0.02,0.05 or a sweep 0:0.1:11 (default: the run's "
+        "robust.epsilon, the task's budget; --policy/--sb3: the paper's budget for --env, "
+        "0.05 on Car, 0.025 on Drone and Ant)",
     )
     e.add_argument(
         "--attack-space",
