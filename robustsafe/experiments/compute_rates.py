@@ -19,6 +19,7 @@ MEASURED = {
     "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3),
     "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3),
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3),
+    "SafetyCarRun-v0/cvpo-vanilla": (15628.08, 1214.87, 0.0, 38.14, 14312.79, 1),
     "SafetyCarRun-v0/focops-adv-mc": (2664.4, 1224.72, 1071.7, 19.87, 318.96, 1),
     "SafetyCarRun-v0/focops-adv-mr": (3047.05, 1289.03, 1320.97, 20.93, 380.29, 1),
     "SafetyCarRun-v0/focops-vanilla": (1454.85, 1122.34, 0.0, 21.87, 271.06, 1),
@@ -27,6 +28,7 @@ MEASURED = {
     "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3),
     "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3),
     "SafetyCarRun-v0/sac-lag-vanilla": (6705.69, 1995.81, 0.0, 152.84, 4419.84, 1),
+    "SafetyCarRun-v0/sac-lag0.01-vanilla": (7352.23, 1551.76, 0.0, 118.32, 5537.17, 1),
     "SafetyCarRun-v0/vanilla": (625.6, 485.38, 0.0, 13.66, 90.89, 3),
 }
 

@@ -522,12 +522,17 @@ def _pm(mean: float, std: float, sep: str) -> str:
     return f"{mean:.2f}{sep}{std:.2f}"
 
 
-def _legend(ascii_only: bool = False) -> list[str]:
+def _legend(columns: Sequence[tuple[str, str]], ascii_only: bool = False) -> list[str]:
     eps, pm = ("epsilon", "+/-") if ascii_only else ("ε", "±")
+    average = (
+        " Average pools the episodes of the five attackers (Random, MAD, AMAD, MC, MR)."
+        if any(key == AVERAGE for key, _ in columns)
+        else ""
+    )
     return [
-        f"Mean {pm} std over all episodes of all seeds (pooled); Average pools the episodes of the "
-        "five attackers (Random, MAD, AMAD, MC, MR). Seeds: runs pooled; Episodes: natural "
-        "episodes pooled over them (the same under each attacker unless a note says otherwise).",
+        f"Mean {pm} std over all episodes of all seeds (pooled).{average} Seeds: runs pooled; "
+        "Episodes: natural episodes pooled over them (the same under each attacker unless a note "
+        "says otherwise).",
         f"Attacks at each env's {eps} (training and test budgets are the same). Bold: the two "
         "lowest-cost agents of each env per column (ties to the higher reward), failing agents "
         "excluded. * failing agent: natural reward below 30% of PPOL-vanilla's on the same env.",
@@ -574,7 +579,7 @@ def format_markdown(
                 cells.append(_pm(c.reward_mean, c.reward_std, " ± "))
             cells.append(f"**{cost}**" if c.marked else cost)
         lines.append("| " + " | ".join(cells) + " |")
-    out = ["\n".join(lines), "", *_legend()]
+    out = ["\n".join(lines), "", *_legend(columns)]
     if table.notes:
         out += ["", "Notes:", *(f"- {n}" for n in table.notes)]
     return "\n".join(out) + "\n"
@@ -641,7 +646,7 @@ def format_latex(
     table = _as_table(table)
     n = len(columns)
     spec = "|l|l|" + "rr|" * n
-    lines = [f"% {line}" for line in _legend(ascii_only=True)]
+    lines = [f"% {line}" for line in _legend(columns, ascii_only=True)]
     lines += [f"% note: {note}" for note in table.notes]
     lines += [f"\\begin{{tabular}}{{{spec}}}", "\\hline"]
     titles = " & ".join(f"\\multicolumn{{2}}{{c|}}{{{title}}}" for _, title in columns)

@@ -296,3 +296,14 @@ def test_method_names():
     assert method_name("vanilla") == "PPOL-vanilla"
     assert method_name("sa-mad") == "SA-PPOL(MAD)"
     assert method_name("adv-mix:0.3") == "ADV-PPOL(mix 0.3)"
+
+
+def test_legend_explains_average_only_where_the_table_has_it(tmp_path):
+    from robustsafe.experiments.table import COLUMNS
+
+    write_eval(tmp_path, "vanilla", 0, uniform(100.0, 5.0))
+    table = collect_table(tmp_path)
+    without = tuple((k, t) for k, t in COLUMNS if k in ("none", "mc", "mr"))
+    for fmt in (format_markdown, format_latex):
+        assert "Average pools" in fmt(table)
+        assert "Average" not in fmt(table, columns=without)
