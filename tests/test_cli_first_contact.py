@@ -56,7 +56,7 @@ def test_help_of_every_command_shows_every_default():
 @pytest.mark.parametrize(
     "command,expected",
     [
-        ("evaluate", ["--episodes EPISODES", "(default: 50)", "(default: the run's robust.epsilon"]),
+        ("evaluate", ["--episodes EPISODES", "(default: 50)", "(default: the run's robust"]),
         ("train", [f"(default: {DEFAULT_PRESET})", "(default: SafetyCarRun-v0)"]),
         ("grid", ["(default: runs/grid)", "(default: 1)"]),
     ],

@@ -28,7 +28,9 @@ MEASURED = {
     "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3),
     "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3),
     "SafetyCarRun-v0/sac-lag-vanilla": (6705.69, 1995.81, 0.0, 152.84, 4419.84, 1),
+    "SafetyCarRun-v0/sac-lag0.0001-vanilla": (5972.43, 1757.68, 0.0, 142.4, 3934.68, 1),
     "SafetyCarRun-v0/sac-lag0.01-vanilla": (7352.23, 1551.76, 0.0, 118.32, 5537.17, 1),
+    "SafetyCarRun-v0/sac-lag0.1-vanilla": (4252.81, 1279.38, 0.0, 111.33, 2756.36, 1),
     "SafetyCarRun-v0/vanilla": (625.6, 485.38, 0.0, 13.66, 90.89, 3),
 }
 

@@ -18,7 +18,8 @@ Conventions (those of the paper, Table 1 and appendix Table 5, and the authors' 
   same env, are starred (``*`` after the name) and never marked. Without a PPOL-vanilla row on
   an env, or when its natural reward is not positive, no agent is treated as failing (a note
   says so). Other learners' agents are compared with their own vanilla agent (FOCOPS-vanilla);
-- in every column the two lowest-cost agents of each env and learner are marked (bold in Markdown,
+- in every column the two lowest-cost agents of each env and learner (SAC-Lagrangian's entropy
+  weights together) are marked (bold in Markdown,
   ``\\textbf`` in LaTeX); costs are compared as displayed (2 decimals) and ties go to the higher
   reward (the paper's rule);
 - a cell no run has is shown as "—" ("--" in LaTeX); a cell that pools fewer seeds or episodes
@@ -360,11 +361,13 @@ def build_table(
     rows.sort(key=lambda r: (_env_key(r.env_id), _algo_key(r.algo), _method_key(r.mode)))
     final: list[MethodRow] = []
     for env_id in dict.fromkeys(r.env_id for r in rows):
-        env_rows = []
+        starred: list[MethodRow] = []
         for algo in dict.fromkeys(r.algo for r in rows if r.env_id == env_id):
             algo_rows = [r for r in rows if r.env_id == env_id and r.algo == algo]
-            algo_rows = _star_failing(env_id, algo_rows, notes)
-            env_rows += _mark_lowest_costs(algo_rows)
+            starred += _star_failing(env_id, algo_rows, notes)
+        env_rows = []  # marks per learner; SAC-Lag's entropy weights compete as one learner
+        for learner in dict.fromkeys(_learner(r.algo) for r in starred):
+            env_rows += _mark_lowest_costs([r for r in starred if _learner(r.algo) == learner])
         final.extend(env_rows)
         eps = {r.method: r.epsilon for r in env_rows if r.epsilon is not None}
         if len(set(eps.values())) > 1:
@@ -398,6 +401,11 @@ def _group_epsilon(name: str, members: Sequence[EvalFile]) -> float | None:
             "would mix budgets: re-evaluate them at one epsilon, or table them separately"
         )
     return distinct.pop() if distinct else None
+
+
+def _learner(algo: str) -> str:
+    """The learner of a row group: ``sac-lag:0.01`` -> ``sac-lag``."""
+    return algo.partition(":")[0]
 
 
 def _star_failing(env_id: str, rows: list[MethodRow], notes: list[str]) -> list[MethodRow]:

@@ -12,16 +12,18 @@ from robustsafe.experiments.appendix import write_appendix
 ATTACKS = ("none", "random", "mad", "amad", "mc", "mr")
 
 
-def _eval_file(root: Path, run: str, env: str, mode: str, reward: float, **train) -> None:
+def _eval_file(
+    root: Path, run: str, env: str, mode: str, reward: float, cost: float = 0.0, **train
+) -> None:
     """One run's eval.json: under attacker k (in ATTACKS order) episode rewards reward + k and
-    reward + k + 1, costs k and k + 1."""
+    reward + k + 1, costs cost + k and cost + k + 1."""
     path = root / env / run / "seed0" / "eval.json"
     path.parent.mkdir(parents=True)
     results = [
         {
             "attack": a,
             "epsilon": 0.0 if a == "none" else 0.05,
-            "episodes": [{"reward": reward + k + i, "cost": k + i} for i in range(2)],
+            "episodes": [{"reward": reward + k + i, "cost": cost + k + i} for i in range(2)],
         }
         for k, a in enumerate(ATTACKS)
     ]
@@ -77,3 +79,16 @@ def test_sac_lag_table_has_a_group_per_alpha_under_natural_mc_mr(tmp_path):
     assert _rows(tmp_path / "out" / "table-sac-lag.csv") == expected
     head = (tmp_path / "out" / "table-sac-lag.md").read_text().split("\n\n")[0]
     assert "MAD" not in head and "PPOL" not in head
+
+
+def test_sac_lag_entropy_weights_compete_for_the_lowest_cost_marks(tmp_path):
+    from robustsafe.experiments.table import collect_table
+
+    for alpha, cost in ((0.1, 3.0), (0.01, 9.0), (0.001, 1.0), (0.0001, 0.0)):
+        sac = {"train_algo": "sac-lag", "train_alpha": alpha}
+        _eval_file(
+            tmp_path, f"sac-lag{alpha}-vanilla", "SafetyCarRun-v0", "vanilla", 500.0, cost, **sac
+        )
+    table = collect_table(tmp_path)
+    marked = {r.method for r in table.rows if r.cells["none"].marked}
+    assert marked == {"SAC-Lag(alpha=0.001)", "SAC-Lag(alpha=0.0001)"}
