@@ -40,9 +40,8 @@ class RobustHooks:
         self.critics = critics
         self.generator = generator
         name = self.cfg.attacker_name
-        restarts = (
-            {} if self.cfg.attack_restarts is None else {"restarts": self.cfg.attack_restarts}
-        )
+        starts = self.cfg.training_restarts
+        restarts = {} if starts is None else {"restarts": starts}
         self.attacker = None if name is None else make_attacker(name, **restarts)
         self.sa = self.cfg.mode.startswith("sa-")
 

@@ -190,12 +190,17 @@ def test_training_attacker_restarts_follow_the_setting(toy_env_id):
     from robustsafe.config import RobustConfig, TrainConfig
     from robustsafe.robust import RobustHooks
 
-    def hooks(**kw):
-        robust = RobustConfig(mode="adv-mc", **kw)
+    def hooks(mode="adv-mc", **kw):
+        robust = RobustConfig(mode=mode, **kw)
         return RobustHooks(TrainConfig(env_id=toy_env_id, robust=robust), None, None, None)
 
     assert hooks().attacker.config.restarts == 8  # the evaluated attacker's default
     assert hooks(attack_restarts=1).attacker.config.restarts == 1
+    # SA-PPOL's regulariser: one start by default (the original code's), any on request
+    for mode in ("sa-mad", "sa-mc", "sa-mr"):
+        assert hooks(mode).attacker.config.restarts == 1
+        assert hooks(mode, attack_restarts=8).attacker.config.restarts == 8
+    assert hooks("adv-mr").attacker.config.restarts == 8
 
 
 class _FallingToy(WalkToy):
