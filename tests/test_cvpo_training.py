@@ -119,7 +119,16 @@ def test_cvpo_presets_take_the_off_policy_epochs(env_id):
     ppol = preset(env_id, "fast")
     start = cfg.robust.schedule_start / cfg.epochs
     assert start == pytest.approx(ppol.robust.schedule_start / ppol.epochs, abs=0.02)
-    assert (cfg.cvpo.sample_actions, cfg.cvpo.estep_kl) == (32, 0.1)  # the CVPO code's
+    # fast: FSRL's lighter updates (measured); paper: the CVPO code's
+    assert (cfg.cvpo.sample_actions, cfg.cvpo.batch_size, cfg.cvpo.mstep_iters) == (16, 256, 1)
+    paper = preset(env_id, "paper", algo="cvpo")
+    assert (paper.cvpo.sample_actions, paper.cvpo.batch_size, paper.cvpo.mstep_iters) == (
+        32,
+        300,
+        6,
+    )
+    assert cfg.cvpo.estep_kl == paper.cvpo.estep_kl == 0.1
+    assert preset(env_id, "fast", algo="sac-lag").cvpo == paper.cvpo  # other learners untouched
 
 
 def _eval_file(root: Path, algo: str, mode: str, env: str, reward: float, cost: float) -> None:
