@@ -29,7 +29,7 @@ MEASURED = {
     "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3),
     "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3),
     "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3),
-    "SafetyCarRun-v0/sac-lag-vanilla": (6406.8, 1906.57, 0.0, 136.99, 4225.7, 2),
+    "SafetyCarRun-v0/sac-lag-vanilla": (7365.5, 1810.33, 0.0, 129.3, 5293.94, 3),
     "SafetyCarRun-v0/sac-lag0.0001-vanilla": (5972.43, 1757.68, 0.0, 142.4, 3934.68, 1),
     "SafetyCarRun-v0/sac-lag0.01-vanilla": (7352.23, 1551.76, 0.0, 118.32, 5537.17, 1),
     "SafetyCarRun-v0/sac-lag0.1-vanilla": (4252.81, 1279.38, 0.0, 111.33, 2756.36, 1),
