@@ -120,22 +120,13 @@ def test_cvpo_presets_take_the_off_policy_epochs(env_id):
     start = cfg.robust.schedule_start / cfg.epochs
     assert start == pytest.approx(ppol.robust.schedule_start / ppol.epochs, abs=0.02)
     # fast: FSRL's lighter updates (measured); paper: the CVPO code's
-    fast = cfg.cvpo
-    assert (fast.sample_actions, fast.batch_size, fast.mstep_iters, fast.polyak) == (
-        16,
-        256,
-        1,
-        0.95,
-    )
-    paper = preset(env_id, "paper", algo="cvpo")
-    assert (paper.cvpo.sample_actions, paper.cvpo.batch_size, paper.cvpo.mstep_iters) == (
-        32,
-        300,
-        6,
-    )
-    assert paper.cvpo.polyak == 0.995
-    assert cfg.cvpo.estep_kl == paper.cvpo.estep_kl == 0.1
-    assert preset(env_id, "fast", algo="sac-lag").cvpo == paper.cvpo  # other learners untouched
+    fast, paper = cfg.cvpo, preset(env_id, "paper", algo="cvpo").cvpo
+    assert (fast.sample_actions, fast.batch_size, fast.mstep_iters) == (16, 256, 1)
+    assert (fast.polyak, fast.dual_max) == (0.95, 20.0)
+    assert (paper.sample_actions, paper.batch_size, paper.mstep_iters) == (32, 300, 6)
+    assert (paper.polyak, paper.dual_max) == (0.995, 1e5)
+    assert fast.estep_kl == paper.estep_kl == 0.1
+    assert preset(env_id, "fast", algo="sac-lag").cvpo == paper  # other learners untouched
 
 
 def _eval_file(root: Path, algo: str, mode: str, env: str, reward: float, cost: float) -> None:
