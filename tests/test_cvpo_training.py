@@ -119,7 +119,8 @@ def test_cvpo_presets_take_the_off_policy_epochs(env_id):
     ppol = preset(env_id, "fast")
     start = cfg.robust.schedule_start / cfg.epochs
     assert start == pytest.approx(ppol.robust.schedule_start / ppol.epochs, abs=0.02)
-    # fast: FSRL's lighter updates (measured); paper: the CVPO code's
+    # fast: FSRL's lighter updates, target averaging and E-step dual bound (measured); paper: the
+    # CVPO code's
     fast, paper = cfg.cvpo, preset(env_id, "paper", algo="cvpo").cvpo
     assert (fast.sample_actions, fast.batch_size, fast.mstep_iters) == (16, 256, 1)
     assert (fast.polyak, fast.dual_max) == (0.95, 20.0)
