@@ -18,7 +18,7 @@ MEASURED = {
     "SafetyCarCircle-v0/sa-mad": (1683.85, 970.79, 95.73, 18.41, 556.63, 3),
     "SafetyCarCircle-v0/sa-mc": (1519.4, 878.73, 117.22, 18.56, 468.65, 3),
     "SafetyCarCircle-v0/sa-mr": (2186.37, 1174.62, 264.72, 18.56, 678.45, 3),
-    "SafetyCarCircle-v0/sac-lag-vanilla": (28026.54, 2439.84, 0.0, 154.54, 25248.64, 2),
+    "SafetyCarCircle-v0/sac-lag-vanilla": (26271.67, 2499.57, 0.0, 157.24, 23414.34, 3),
     "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3),
     "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3),
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3),
