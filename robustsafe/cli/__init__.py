@@ -9,7 +9,7 @@ One module per group of commands; each adds its subcommands to the parser with a
 - ``policy_source``: ``--run`` / ``--policy`` / ``--sb3`` of evaluate and fit-critics
 - ``grid``: ``robustsafe grid``, ``table``, ``report``
 - ``plot``: ``robustsafe plot curves|sweep``, ``xi-sweep``
-- ``tabular``: ``robustsafe tabular demo``
+- ``tabular``: ``robustsafe tabular demo`` and ``robustsafe tabular definitions``
 - ``_common``: what they share: the one-line user error, the output-file checks, the agent of
   ``--run``, the environments and the agent fields of an evaluation file
 """

@@ -13,9 +13,34 @@ def cmd_tabular_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tabular_definitions(args: argparse.Namespace) -> int:
+    from robustsafe.tabular.metric_plane import (
+        FIGURE_STEM,
+        compute_metric_plane,
+        format_metric_plane,
+        save_metric_plane,
+    )
+
+    if not args.eps > 0:
+        raise SystemExit(f"error: --eps must be > 0, got {args.eps}")
+    plane = compute_metric_plane(epsilon=args.eps)
+    paths = save_metric_plane(plane, Path(args.out) / FIGURE_STEM)
+    print(format_metric_plane(plane))
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def add_tabular(sub: argparse._SubParsersAction) -> None:
     tab = sub.add_parser("tabular", help="the exact finite-CMDP toolkit")
     tab_sub = tab.add_subparsers(dest="tabular_command", required=True)
     demo = tab_sub.add_parser("demo", help="the worked grid-world example")
     demo.add_argument("--out", default="runs/tabular", help="folder for the figure")
     demo.set_defaults(func=cmd_tabular_demo)
+    defs = tab_sub.add_parser(
+        "definitions",
+        help="the paper's Figure 1, exactly: every policy of the shortcut grid world in the "
+        "(V_r, V_c) plane with feasibility, optimality, temptation and the attacks on pi*",
+    )
+    defs.add_argument("--out", default="runs/tabular", help="folder for definitions.{png,pdf,csv}")
+    defs.add_argument("--eps", type=float, default=1.0, help="perturbation radius (grid cells)")
+    defs.set_defaults(func=cmd_tabular_definitions)
