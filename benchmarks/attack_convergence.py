@@ -10,10 +10,13 @@ tasks) this script takes observations of the agent's own natural episodes and ru
 attackers with the defaults (``robustsafe.attacks.default_config``) cut at k = 0, 1, ..., K sign
 steps, with one start and with the default number of starts. The attack is deterministic given
 its seed and returns the best iterate per state, so the k-step result is the curve's k-th point.
-Reported per k: the mean objective over the states, MC's Q_c(s, mu(s~)) and MR's Q_r(s, mu(s~))
-(the agent's own critics at the clean state, as the attack optimises them), and its fraction of
-the k = K gain. Time: the median wall time of one full default call on one state and on a batch
-of 20 (the training and evaluation batch), one intra-op thread, with the load average.
+Reported per k: the mean objective over the states, MC's Q_c(s, a(s~)) and MR's Q_r(s, a(s~)),
+where a is the agent's deterministic action (``actor.deterministic_action``, what the attack
+optimises and the evaluation executes) and the critics are the agent's own at the clean state,
+and its fraction of the k = K gain. The episodes that give the observations are driven by the
+same deterministic action. Time: the median wall time of one full default call on one state
+and on a batch of 20 (the training and evaluation batch), one intra-op thread, with the load
+average.
 """
 
 from __future__ import annotations
@@ -28,14 +31,17 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from attack_strength import attack, machine, natural_observations, objective  # noqa: E402
+from attack_strength import attack, machine  # noqa: E402
 
 from robustsafe.agent import load_agent  # noqa: E402
 from robustsafe.attacks import default_config  # noqa: E402
+from robustsafe.attacks.critic_attacks import critic_objective  # noqa: E402
+from robustsafe.envs import make  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
@@ -46,6 +52,31 @@ AGENTS = (
     "zoo/SafetyCarCircle-v0/adv-mc",
 )
 ATTACKERS = (("mc", "Q_c"), ("mr", "Q_r"))
+
+
+def natural_observations(agent, count: int, seed: int) -> torch.Tensor:
+    """``count`` observations of the agent's own natural episodes (deterministic actions),
+    every other step."""
+    env = make(agent.config.env_id, seed=seed)
+    obs, rows = env.reset(), []
+    with torch.no_grad():
+        while len(rows) < 2 * count:
+            rows.append(obs)
+            x = torch.as_tensor(obs, dtype=torch.float32)[None]
+            obs, _, _, terminated, truncated, _ = env.step(
+                agent.actor.deterministic_action(x)[0].numpy()
+            )
+            if terminated or truncated:
+                obs = env.reset()
+    env.close()
+    return torch.as_tensor(np.stack(rows[1::2]), dtype=torch.float32)
+
+
+def objective(name: str, agent, clean: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
+    """The attack's own objective per state: MC's Q_c(s, a(s~)) or MR's Q_r(s, a(s~))."""
+    weights = (1.0, 0.0) if name == "mc" else (0.0, 1.0)
+    with torch.no_grad():
+        return critic_objective(agent.actor, agent.critics, clean, adv, *weights)
 
 
 def curve(name: str, agent, obs: torch.Tensor, max_steps: int, restarts: int) -> list[float]:
@@ -60,7 +91,7 @@ def curve(name: str, agent, obs: torch.Tensor, max_steps: int, restarts: int) ->
                 name, dataclasses.replace(base, steps=k), agent.actor, agent.critics, obs, 0
             )
         )
-        values.append(float(objective(name, agent.actor, agent.critics, obs, adv).mean()))
+        values.append(float(objective(name, agent, obs, adv).mean()))
     return values
 
 
@@ -68,7 +99,7 @@ def call_time(name: str, agent, obs: torch.Tensor, batch: int, calls: int) -> fl
     cfg = default_config(name)
     times = []
     for i in range(calls):
-        chunk = obs[(i * batch) % len(obs) :][:batch]
+        chunk = obs[(i * batch + torch.arange(batch)) % len(obs)]
         start = time.perf_counter()
         attack(name, cfg, agent.actor, agent.critics, chunk, i)
         times.append(time.perf_counter() - start)

@@ -1,12 +1,12 @@
 """The paper's Figure 1, computed exactly: a safe RL problem's policy space in the metric plane.
 
-Section 3.1 maps every policy to the point (V_r(mu_0), V_c(mu_0)) and draws feasibility,
+Section 3 maps every policy to the point (V_r(mu_0), V_c(mu_0)) and draws feasibility,
 optimality, temptation (Definitions 1-3) and the attacks' effectiveness and stealthiness
-(Definition 4) as regions of that plane. Over all stochastic Markov policies the image is a
-convex polygon: it is the linear image of the occupancy polytope (``optimum`` module), so its
-vertex extreme in a direction (cos t, sin t) is a deterministic policy, the optimum of the MDP
-with reward cos t * r + sin t * c. ``policy_region`` sweeps the directions; everything else is
-the toolkit's own optimum and exact adversaries. ``robustsafe tabular definitions`` draws it.
+(Definitions 4-5) as regions of that plane. Over all stochastic Markov policies the image is a
+convex polygon: the linear image of the occupancy polytope (``optimum`` module), whose vertex
+extreme in a direction (d_r, d_c) is a deterministic policy, the optimum of the MDP with reward
+d_r * r + d_c * c. ``policy_region`` finds every vertex that way; everything else is the
+toolkit's own optimum and exact adversaries. ``robustsafe tabular definitions`` draws it.
 """
 
 from __future__ import annotations
@@ -24,42 +24,86 @@ from .adversary import optimal_adversary
 from .cmdp import CMDP, FloatArray
 from .evaluation import Values
 from .gridworld import GridWorld, shortcut_gridworld
-from .optimum import constrained_optimum, unconstrained_optimum
+from .optimum import constrained_optimum, minimum_cost, unconstrained_optimum
 from .perturbation import perturbation_sets
 
 FIGURE_STEM = "definitions"
 ATTACKS = (("max_cost", "MC"), ("max_reward", "MR"), ("min_reward", "min-reward"))
 
 
-def policy_region(cmdp: CMDP, directions: int = 720) -> FloatArray:
-    """Vertices (V_r, V_c) of the set of all policies' returns, counter-clockwise, shape (n, 2).
-
-    Exact up to the direction grid: a vertex whose normal cone is narrower than 2 pi /
-    ``directions`` can be missed (the polygon is then a slightly smaller convex set).
-    """
-    if directions < 3:
-        raise ValueError(f"directions must be >= 3, got {directions}")
+def _support_point(cmdp: CMDP, direction: FloatArray) -> FloatArray:
+    """(V_r, V_c) from mu_0 of a deterministic policy maximising direction . (V_r, V_c): the
+    optimum of the MDP with reward d_r * r + d_c * c (optimal from every state, so from mu_0)."""
     r, c = cmdp.expected("reward"), cmdp.expected("cost")
-    points: list[tuple[float, float]] = []
-    for t in np.linspace(0.0, 2.0 * math.pi, directions, endpoint=False):
-        choice, _, _ = solve_mdp(cmdp.transitions, math.cos(t) * r + math.sin(t) * c, cmdp.gamma)
-        v_r = float(cmdp.initial @ evaluate_choices(cmdp.transitions, r, cmdp.gamma, choice))
-        v_c = float(cmdp.initial @ evaluate_choices(cmdp.transitions, c, cmdp.gamma, choice))
-        points.append((v_r, v_c))
-    region = np.array(points)
-    region[np.abs(region) < 1e-12] = 0.0  # solver round-off around an exact zero
-    return _distinct_in_order(region)
+    choice, _, _ = solve_mdp(cmdp.transitions, direction[0] * r + direction[1] * c, cmdp.gamma)
+    return np.array(
+        [
+            cmdp.initial @ evaluate_choices(cmdp.transitions, r, cmdp.gamma, choice),
+            cmdp.initial @ evaluate_choices(cmdp.transitions, c, cmdp.gamma, choice),
+        ]
+    )
 
 
-def _distinct_in_order(points: FloatArray, atol: float = 1e-9) -> FloatArray:
-    """Drop repeats of the previous kept point (and a last one equal to the first)."""
-    kept = [points[0]]
-    for p in points[1:]:
-        if np.max(np.abs(p - kept[-1])) > atol:
-            kept.append(p)
-    if len(kept) > 1 and np.max(np.abs(kept[-1] - kept[0])) <= atol:
-        kept.pop()
-    return np.array(kept)
+def convex_hull(points: FloatArray, atol: float = 1e-12) -> FloatArray:
+    """Vertices of the points' convex hull, counter-clockwise from the lowest-leftmost, without
+    points on an edge (Andrew's monotone chain); fewer than 3 when the points are collinear."""
+    pts = sorted({(float(x), float(y)) for x, y in points})
+    if len(pts) <= 2:
+        return np.array(pts).reshape(-1, 2)
+
+    def cross(o, a, b) -> float:
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    def chain(seq):
+        out: list[tuple[float, float]] = []
+        for p in seq:
+            while len(out) >= 2 and cross(out[-2], out[-1], p) <= atol:
+                out.pop()
+            out.append(p)
+        return out[:-1]
+
+    return np.array(chain(pts) + chain(reversed(pts)))
+
+
+def policy_region(cmdp: CMDP, max_solves: int = 10_000) -> FloatArray:
+    """Vertices (V_r, V_c) of the set of all policies' returns from mu_0, counter-clockwise.
+
+    The set is the linear image of the occupancy polytope, a convex polygon whose vertices are
+    deterministic policies. Starting from the 8 compass directions, every edge of the current
+    polygon is tested with its outward normal: when the MDP optimum in that direction lies
+    beyond the edge it is a missing vertex and is added. When no edge gains, every edge is a
+    face of the true polygon, so the result is exact (up to the solver's round-off), with a
+    finite number of MDP solves.
+    """
+    scale = max(1.0, float(np.abs(cmdp.expected("reward")).max()), cmdp.cost_max) / (
+        1.0 - cmdp.gamma
+    )
+    tol = 1e-9 * scale
+    angles = np.linspace(0.0, 2.0 * math.pi, 8, endpoint=False)
+    points = [_support_point(cmdp, np.array([math.cos(t), math.sin(t)])) for t in angles]
+    solves, tested = len(points), set()
+    while True:
+        hull = convex_hull(np.array(points))
+        added = False
+        for i in range(len(hull)):
+            p, q = hull[i], hull[(i + 1) % len(hull)]
+            normal = np.array([q[1] - p[1], p[0] - q[0]])  # outward for a CCW edge p -> q
+            length = float(np.hypot(*normal))
+            key = (tuple(np.round(p, 12)), tuple(np.round(q, 12)))
+            if length == 0.0 or key in tested:
+                continue
+            tested.add(key)
+            normal /= length
+            if solves >= max_solves:
+                raise RuntimeError(f"policy_region: no convergence after {max_solves} MDP solves")
+            candidate = _support_point(cmdp, normal)
+            solves += 1
+            if normal @ candidate > normal @ p + tol:
+                points.append(candidate)
+                added = True
+        if not added:
+            hull[np.abs(hull) < 1e-12] = 0.0  # solver round-off around an exact zero
+            return hull
 
 
 def clip_halfplane(polygon: FloatArray, normal: Sequence[float], offset: float) -> FloatArray:
@@ -86,12 +130,12 @@ class MetricPlane:
 
     region: FloatArray  # all policies' (V_r, V_c), a convex polygon
     kappa: float
-    min_cost: float  # the region's lowest V_c: feasible iff <= kappa (Definition 1)
+    min_cost: float  # min over policies of V_c: feasible iff <= kappa (Definition 1)
     optimum: Values  # pi* (Definition 2)
     multiplier: float
     unconstrained: Values  # the reward-greedy policy, tempting when V_r > V_r(pi*) (Def. 3)
     epsilon: float
-    attacks: dict[str, Values]  # pi* o nu for MC, MR and minimum reward (Definition 4)
+    attacks: dict[str, Values]  # pi* o nu for MC, MR and minimum reward (Definitions 4-5)
 
     @property
     def feasible_part(self) -> FloatArray:
@@ -102,13 +146,12 @@ class MetricPlane:
         """Where an attack on pi* lands when it is effective and stealthy (Definitions 4-5):
         more cost (J_E > 0) and no less reward (J_S >= 0) than pi*."""
         above = clip_halfplane(self.region, (0.0, -1.0), -self.optimum.cost_return)
-        return (
-            clip_halfplane(above, (-1.0, 0.0), -self.optimum.reward_return) if len(above) else above
-        )
+        return clip_halfplane(above, (-1.0, 0.0), -self.optimum.reward_return)
 
     @property
     def tempting_part(self) -> FloatArray:
-        """Policies with more reward than pi* (V_r > V_r(pi*)); all infeasible by Lemma 1."""
+        """The closure of the tempting policies (V_r >= V_r(pi*)). By Lemma 1 every point but
+        those with exactly pi*'s reward is infeasible (V_c > kappa)."""
         return clip_halfplane(self.region, (-1.0, 0.0), -self.optimum.reward_return)
 
 
@@ -125,7 +168,7 @@ def compute_metric_plane(world: GridWorld | None = None, epsilon: float = 1.0) -
     return MetricPlane(
         region=region,
         kappa=cmdp.kappa,
-        min_cost=float(region[:, 1].min()),
+        min_cost=max(0.0, minimum_cost(cmdp)),  # costs are >= 0; drop round-off below 0
         optimum=opt.values,
         multiplier=opt.multiplier,
         unconstrained=unconstrained_optimum(cmdp).values,
@@ -194,16 +237,14 @@ def save_metric_plane(plane: MetricPlane, prefix: str | pathlib.Path) -> list[pa
     axes[0].text(plane.region[:, 0].min(), plane.kappa, " kappa", va="bottom", fontsize=8)
 
     feasible = plane.feasible_part
-    if len(feasible):
-        axes[0].fill(*feasible.T, color="tab:green", alpha=0.35, label="feasible: V_c <= kappa")
-        axes[1].fill(*feasible.T, color="tab:green", alpha=0.35)
+    axes[0].fill(*feasible.T, color="tab:green", alpha=0.35, label="feasible: V_c <= kappa")
+    axes[1].fill(*feasible.T, color="tab:green", alpha=0.35)
     axes[0].legend(loc="upper left", fontsize=8)
     axes[1].plot(*opt, "k*", ms=12, label=f"pi* (lambda* = {plane.multiplier:.3g})")
     axes[1].legend(loc="upper left", fontsize=8)
 
     tempting = plane.tempting_part
-    if len(tempting):
-        axes[2].fill(*tempting.T, color="tab:red", alpha=0.35, label="tempting: V_r > V_r(pi*)")
+    axes[2].fill(*tempting.T, color="tab:red", alpha=0.35, label="tempting: V_r > V_r(pi*)")
     axes[2].plot(*opt, "k*", ms=12, label="pi*")
     greedy = (plane.unconstrained.reward_return, plane.unconstrained.cost_return)
     axes[2].plot(*greedy, "o", color="tab:red", label="reward-greedy policy")
@@ -211,8 +252,7 @@ def save_metric_plane(plane: MetricPlane, prefix: str | pathlib.Path) -> list[pa
 
     ax = axes[3]
     both = plane.effective_stealthy_part
-    if len(both):
-        ax.fill(*both.T, color="tab:orange", alpha=0.3, label="effective and stealthy")
+    ax.fill(*both.T, color="tab:orange", alpha=0.3, label="effective and stealthy")
     ax.plot(*opt, "k*", ms=12, label="pi*")
     colours = {"MC": "tab:red", "MR": "tab:orange", "min-reward": "tab:purple"}
     for label, v in plane.attacks.items():
@@ -223,7 +263,7 @@ def save_metric_plane(plane: MetricPlane, prefix: str | pathlib.Path) -> list[pa
         ax.plot(*point, "o", color=colours[label], label=f"pi* o nu, {label}")
     ax.legend(loc="upper left", fontsize=8)
     fig.suptitle(
-        f"All policies of the shortcut grid world in the metric plane (kappa = {plane.kappa:g}; "
+        f"Every policy of the CMDP in the metric plane (kappa = {plane.kappa:g}; "
         f"exact optimal attacks on pi* at eps = {plane.epsilon:g}): effective = more cost than "
         "pi*, stealthy = no less reward",
         fontsize=10,
