@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import io
 import json
 import os
 import statistics
@@ -42,6 +43,7 @@ from robustsafe.agent import load_agent  # noqa: E402
 from robustsafe.attacks import default_config  # noqa: E402
 from robustsafe.attacks.critic_attacks import critic_objective  # noqa: E402
 from robustsafe.envs import make  # noqa: E402
+from robustsafe.figure_files import save_figure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
@@ -191,13 +193,11 @@ def figure(rows: list[dict], prefix: Path) -> list[Path]:
         ax.set_ylabel("fraction of the final gain over no attack")
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    paths = []
-    for suffix in (".png", ".pdf"):
-        path = prefix.with_suffix(suffix)
-        fig.savefig(path, dpi=110)
-        paths.append(path)
-    return paths
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return save_figure(fig, prefix, buf.getvalue())
 
 
 def markdown(report: dict) -> str:
@@ -275,10 +275,6 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    with args.out.with_suffix(".csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
     figure(rows, args.out)
     args.out.with_suffix(".md").write_text(markdown(report))
     print(args.out.with_suffix(".md").read_text())

@@ -28,6 +28,7 @@ import numpy as np
 
 from robustsafe.experiments.table import EvalFile, _env_key, _method_key, method_name
 from robustsafe.experiments.xi_sweep import XiSweep
+from robustsafe.figure_files import save_figure
 
 XI_CSV_FIELDS = (
     "env",
@@ -156,23 +157,6 @@ def format_xi_csv(points: Sequence[SeriesPoint], x_name: str = "xi") -> str:
             }
         )
     return buf.getvalue()
-
-
-def save_figure(fig, prefix: Path, csv_text: str) -> list[Path]:
-    """Write ``fig`` as ``<prefix>.png`` and ``<prefix>.pdf`` (the same bytes every time) and
-    ``csv_text`` (the plotted data) as ``<prefix>.csv``; close the figure; return the paths."""
-    import matplotlib.pyplot as plt
-
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    paths = [prefix.with_name(prefix.name + ext) for ext in (".png", ".pdf", ".csv")]
-    fig.savefig(paths[0], dpi=120)
-    fig.savefig(paths[1], metadata={"CreationDate": None})
-    plt.close(fig)
-    tmp = paths[2].with_name(f".{paths[2].name}.tmp")
-    tmp.write_text(csv_text)
-    tmp.replace(paths[2])
-    return paths
 
 
 def write_xi_figure(sweeps: Sequence[XiSweep], out_prefix: str | Path) -> list[Path]:

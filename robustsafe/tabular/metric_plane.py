@@ -12,12 +12,15 @@ toolkit's own optimum and exact adversaries. ``robustsafe tabular definitions`` 
 from __future__ import annotations
 
 import csv
+import io
 import math
 import pathlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from robustsafe.figure_files import save_figure
 
 from ._solver import evaluate_choices, solve_mdp
 from .adversary import optimal_adversary
@@ -206,17 +209,9 @@ def _rows(plane: MetricPlane) -> list[tuple[str, str, float, float]]:
 
 def save_metric_plane(plane: MetricPlane, prefix: str | pathlib.Path) -> list[pathlib.Path]:
     """``<prefix>.png``, ``.pdf`` (four panels, as the paper's Figure 1) and ``.csv`` (the
-    plotted points: kind, label, V_r, V_c); returns the paths."""
+    plotted points: kind, label, V_r, V_c); returns their paths in that order."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    prefix = pathlib.Path(prefix)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    csv_path = prefix.with_suffix(".csv")
-    with csv_path.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(("kind", "label", "reward_return", "cost_return"))
-        writer.writerows(_rows(plane))
 
     fig = Figure(figsize=(14, 3.8))
     FigureCanvasAgg(fig)
@@ -268,13 +263,11 @@ def save_metric_plane(plane: MetricPlane, prefix: str | pathlib.Path) -> list[pa
         "pi*, stealthy = no less reward",
         fontsize=10,
     )
-    fig.tight_layout()
-    paths = [csv_path]
-    for suffix in (".png", ".pdf"):
-        path = prefix.with_suffix(suffix)
-        fig.savefig(path, dpi=110)
-        paths.append(path)
-    return paths
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(("kind", "label", "reward_return", "cost_return"))
+    writer.writerows(_rows(plane))
+    return save_figure(fig, pathlib.Path(prefix), buf.getvalue())
 
 
 def _yes(flag: bool) -> str:
