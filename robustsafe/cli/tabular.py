@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robustsafe.cli._common import CLIError
+
 
 def cmd_tabular_demo(args: argparse.Namespace) -> int:
     from robustsafe.tabular.demo import run_demo
@@ -22,7 +24,7 @@ def cmd_tabular_definitions(args: argparse.Namespace) -> int:
     )
 
     if not args.eps > 0:
-        raise SystemExit(f"error: --eps must be > 0, got {args.eps}")
+        raise CLIError(f"--eps must be > 0, got {args.eps}")
     plane = compute_metric_plane(epsilon=args.eps)
     paths = save_metric_plane(plane, Path(args.out) / FIGURE_STEM)
     print(format_metric_plane(plane))
