@@ -26,7 +26,7 @@ MEASURED = {
     "SafetyCarRun-v0/cvpo-vanilla": (12954.83, 2111.93, 0.0, 40.65, 10721.7, 1),
     "SafetyCarRun-v0/focops-adv-mc": (2664.4, 1224.72, 1071.7, 19.87, 318.96, 1),
     "SafetyCarRun-v0/focops-adv-mr": (3047.05, 1289.03, 1320.97, 20.93, 380.29, 1),
-    "SafetyCarRun-v0/focops-vanilla": (2211.64, 1576.96, 0.0, 21.52, 565.56, 2),
+    "SafetyCarRun-v0/focops-vanilla": (2203.81, 1612.06, 0.0, 21.65, 524.17, 3),
     "SafetyCarRun-v0/random": (640.85, 492.59, 12.53, 10.41, 93.76, 3),
     "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3),
     "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3),
