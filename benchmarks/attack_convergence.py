@@ -108,8 +108,7 @@ def call_time(name: str, agent, obs: torch.Tensor, batch: int, calls: int) -> fl
     return statistics.median(times)
 
 
-def measure(path: Path, args) -> list[dict]:
-    agent = load_agent(path).eval()
+def measure(path: Path, agent, args) -> list[dict]:
     obs = natural_observations(agent, args.states, seed=0)
     rows = []
     for name, _ in ATTACKERS:
@@ -133,8 +132,7 @@ def measure(path: Path, args) -> list[dict]:
     return rows
 
 
-def times(path: Path, args) -> list[dict]:
-    agent = load_agent(path).eval()
+def times(path: Path, agent, args) -> list[dict]:
     obs = natural_observations(agent, max(args.states, 20), seed=1)
     out = []
     for name, _ in ATTACKERS:
@@ -261,8 +259,9 @@ def main() -> None:
         args.agents, args.states, args.max_steps, args.calls = args.agents[:2], 16, 5, 3
     torch.set_num_threads(1)
     load_start = os.getloadavg()[0]
-    rows = [r for a in args.agents for r in measure(ROOT / a, args)]
-    tm = [t for a in args.agents for t in times(ROOT / a, args)]
+    agents = {ROOT / a: load_agent(ROOT / a).eval() for a in args.agents}
+    rows = [r for path, agent in agents.items() for r in measure(path, agent, args)]
+    tm = [t for path, agent in agents.items() for t in times(path, agent, args)]
     report = {
         "command": "python benchmarks/attack_convergence.py " + " ".join(sys.argv[1:]),
         "machine": machine(),

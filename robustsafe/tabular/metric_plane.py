@@ -34,10 +34,10 @@ FIGURE_STEM = "definitions"
 ATTACKS = (("max_cost", "MC"), ("max_reward", "MR"), ("min_reward", "min-reward"))
 
 
-def _support_point(cmdp: CMDP, direction: FloatArray) -> FloatArray:
+def _support_point(cmdp: CMDP, r: FloatArray, c: FloatArray, direction: FloatArray) -> FloatArray:
     """(V_r, V_c) from mu_0 of a deterministic policy maximising direction . (V_r, V_c): the
-    optimum of the MDP with reward d_r * r + d_c * c (optimal from every state, so from mu_0)."""
-    r, c = cmdp.expected("reward"), cmdp.expected("cost")
+    optimum of the MDP with reward d_r * r + d_c * c (optimal from every state, so from mu_0);
+    r and c are the expected one-step reward and cost."""
     choice, _, _ = solve_mdp(cmdp.transitions, direction[0] * r + direction[1] * c, cmdp.gamma)
     return np.array(
         [
@@ -78,12 +78,10 @@ def policy_region(cmdp: CMDP, max_solves: int = 10_000) -> FloatArray:
     face of the true polygon, so the result is exact (up to the solver's round-off), with a
     finite number of MDP solves.
     """
-    scale = max(1.0, float(np.abs(cmdp.expected("reward")).max()), cmdp.cost_max) / (
-        1.0 - cmdp.gamma
-    )
-    tol = 1e-9 * scale
+    r, c = cmdp.expected("reward"), cmdp.expected("cost")
+    tol = 1e-9 * max(1.0, float(np.abs(r).max()), cmdp.cost_max) / (1.0 - cmdp.gamma)
     angles = np.linspace(0.0, 2.0 * math.pi, 8, endpoint=False)
-    points = [_support_point(cmdp, np.array([math.cos(t), math.sin(t)])) for t in angles]
+    points = [_support_point(cmdp, r, c, np.array([math.cos(t), math.sin(t)])) for t in angles]
     solves, tested = len(points), set()
     while True:
         hull = convex_hull(np.array(points))
@@ -99,7 +97,7 @@ def policy_region(cmdp: CMDP, max_solves: int = 10_000) -> FloatArray:
             normal /= length
             if solves >= max_solves:
                 raise RuntimeError(f"policy_region: no convergence after {max_solves} MDP solves")
-            candidate = _support_point(cmdp, normal)
+            candidate = _support_point(cmdp, r, c, normal)
             solves += 1
             if normal @ candidate > normal @ p + tol:
                 points.append(candidate)
@@ -181,12 +179,10 @@ def compute_metric_plane(world: GridWorld | None = None, epsilon: float = 1.0) -
 
 
 def _rows(plane: MetricPlane) -> list[tuple[str, str, float, float]]:
-    rows = [("region", f"vertex {i}", float(x), float(y)) for i, (x, y) in enumerate(plane.region)]
-    rows += [
-        ("feasible", f"vertex {i}", float(x), float(y))
-        for i, (x, y) in enumerate(plane.feasible_part)
-    ]
+    rows: list[tuple[str, str, float, float]] = []
     for kind, part in (
+        ("region", plane.region),
+        ("feasible", plane.feasible_part),
         ("tempting", plane.tempting_part),
         ("effective_stealthy", plane.effective_stealthy_part),
     ):
