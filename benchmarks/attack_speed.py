@@ -126,7 +126,7 @@ def natural_observations(
     path: Path, steps: int, seed: int
 ) -> tuple[GaussianActor, QCritics, Tensor]:
     """A saved agent (``robustsafe train`` output) and ``steps`` observations of its own natural
-    episodes: deterministic (mean) actions, no attack, resets where an episode ends."""
+    episodes: deterministic actions, no attack, resets where an episode ends."""
     from robustsafe.agent import load_agent
     from robustsafe.envs import make
 

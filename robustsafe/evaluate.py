@@ -1,4 +1,5 @@
-"""Evaluation: deterministic (mean) actions, paired episodes, optionally under attack.
+"""Evaluation: deterministic actions (the actor's ``deterministic_action``), paired episodes,
+optionally under attack.
 
 Paired episodes: episode i always starts from the reset seed ``episode_seed(seed, i)``, so
 episode i of every attacker starts from the same initial state, whatever the number of
@@ -397,7 +398,3 @@ def format_paired_table(results: Sequence[EvalResult]) -> str:
             f"{dc.mean():>+8.2f} ± {_stderr(dc):<5.2f} {n:>4}"
         )
     return "\n".join(lines)
-
-
-def _stderr(d: np.ndarray) -> float:
-    return float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else math.nan

@@ -97,3 +97,44 @@ def test_evaluate_attacks_at_the_runs_budget_unless_told(tmp_path, toy_env_id):
     assert paper_epsilon("SafetyAntRun-v0") == 0.025
     assert paper_epsilon("SafetyCarCircle-v0") == 0.05
     assert paper_epsilon("SafetyBallRun-v0") == 0.05
+
+
+def test_evaluate_deterministic_action_override(toy_run, tmp_path, capsys):
+    """--deterministic-action picks the action executed: on the toy env the reward of a step is
+    the action, so a constant saturated mean (0.905) and its E[clip(a)] give different, known
+    episode rewards; the file records which action ran. A squashed actor refuses the option."""
+    from robustsafe.agent import build_networks
+    from robustsafe.nets import expected_clipped_action
+
+    agent = load_agent(toy_run)
+    last = agent.actor.net[-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.fill_(3.0)  # mean = -1 + 2 sigmoid(3) = 0.905 in every state
+        agent.actor.log_std.fill_(-0.5)
+    path = tmp_path / "saturated.pt"
+    save_agent(path, agent.config, agent.actor, agent.v_reward, agent.v_cost, agent.critics, 1)
+    mean = -1.0 + 2.0 * torch.sigmoid(torch.tensor(3.0, dtype=torch.float64))
+    one = torch.ones((), dtype=torch.float64)
+    std = torch.exp(torch.tensor(-0.5, dtype=torch.float64))
+    expected = expected_clipped_action(mean, std, -one, one)
+    assert float(mean - expected) > 0.02  # the two actions differ clearly at this mean
+    base = ["evaluate", "--run", str(path), "--episodes", "2", "--env-workers", "0"]
+    for kind, action in (("mean", mean), ("expected", expected), (None, expected)):
+        out = tmp_path / f"{kind}.json"
+        extra = [] if kind is None else ["--deterministic-action", kind]
+        assert main([*base, *extra, "--out", str(out)]) == 0
+        data = json.loads(out.read_text())
+        assert data["actions"] == (
+            "deterministic (mean)"
+            if kind == "mean"
+            else "deterministic (E[clip(a)], the expected executed action)"
+        )
+        for ep in data["results"][0]["episodes"]:
+            assert ep["reward"] == pytest.approx(20 * float(action), abs=1e-4)
+    sac_cfg = tiny_config(agent.config.env_id, algo="sac-lag")
+    actor, v_r, v_c, critics, _ = build_networks(sac_cfg, agent.obs_dim, agent.act_dim)
+    sac_path = tmp_path / "sac.pt"
+    save_agent(sac_path, sac_cfg, actor, v_r, v_c, critics, 0)
+    assert main(["evaluate", "--run", str(sac_path), "--deterministic-action", "mean"]) == 2
+    assert "squashed mean" in capsys.readouterr().err

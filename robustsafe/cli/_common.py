@@ -93,6 +93,32 @@ def _open_vec_env(args: argparse.Namespace, env_id: str, num_envs: int, env_kwar
         raise CLIError(str(err)) from None
 
 
+DETERMINISTIC_LABELS = {
+    "expected": "deterministic (E[clip(a)], the expected executed action)",
+    "mean": "deterministic (mean)",
+}
+
+
+def deterministic_label(actor) -> str:
+    """The deterministic action an evaluation of ``actor`` executes, as its file records it:
+    a Gaussian actor's setting (``deterministic``), else a squashed Gaussian's mean."""
+    kind = getattr(actor, "deterministic", None)
+    return DETERMINISTIC_LABELS.get(kind, "deterministic (squashed mean)")
+
+
+def set_deterministic_action(agent, kind: str | None) -> None:
+    """``--deterministic-action``: override the action a run's Gaussian actor evaluates (and is
+    attacked at); ``None`` keeps the agent's own. Squashed actors (sac-lag, cvpo) have one."""
+    if kind is None:
+        return
+    if getattr(agent.actor, "deterministic", None) is None:
+        raise CLIError(
+            f"--deterministic-action applies to Gaussian actors (ppol, focops); this "
+            f"{agent.config.algo} agent's deterministic action is its squashed mean"
+        )
+    agent.actor.deterministic = kind
+
+
 def _agent_eval_fields(args: argparse.Namespace, agent) -> dict:
     """What an evaluation file (evaluate, xi-sweep) records of the agent and of its episodes, in
     this order."""
@@ -106,7 +132,7 @@ def _agent_eval_fields(args: argparse.Namespace, agent) -> dict:
         "episodes": args.episodes,
         "seed": args.seed,
         "attack_seed": args.attack_seed,
-        "actions": "deterministic (mean)",
+        "actions": deterministic_label(agent.actor),
         "epsilon_space": args.attack_space,
     }
 

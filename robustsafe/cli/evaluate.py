@@ -15,9 +15,11 @@ from robustsafe.cli._common import (
     _write_or_keep,
     add_env_workers_option,
     parse_epsilons_quietly,
+    set_deterministic_action,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
 from robustsafe.config import MAX_EPSILON
+from robustsafe.nets import DETERMINISTIC_ACTIONS
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -37,6 +39,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.run is None:
         return _evaluate_foreign(args)
     agent = _load_run_agent(args.run)
+    set_deterministic_action(agent, args.deterministic_action)
     env_id = args.env or agent.config.env_id
     if env_id != agent.config.env_id and not args.allow_other_env:
         raise CLIError(
@@ -251,6 +254,13 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="--policy/--sb3: critics file from fit-critics, for mc, mr, amad, ... (default: none)",
     )
     e.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
+    e.add_argument(
+        "--deterministic-action",
+        choices=DETERMINISTIC_ACTIONS,
+        help="--run with a Gaussian actor (ppol, focops): the action evaluated and attacked: "
+        "expected = E[clip(a)], the expected executed action (RobustSafe's default); mean = the "
+        "Gaussian's mean (the paper's and the original code's) (default: the agent's own)",
+    )
     e.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     e.add_argument("--env", help="environment id (default: the agent's)")
     e.add_argument("--out", help="JSON file to write (default: print only)")

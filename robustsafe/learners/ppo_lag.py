@@ -12,8 +12,8 @@ Under adversarial rollouts the actor learns on the observation it acted on, whil
 see the true state (``Rollout.true_obs``), as they do for the next state. A baseline may depend
 on the true state (it does not depend on the action), so the policy gradient stays unbiased.
 The original code fed the perturbed observation to V: perturbations of 0.05 on observation
-dimensions whose natural spread is ~1e-4 put V far outside its data, V's loss exploded (to
-~1e6 on CarRun under MR) and the advantages it gave made ADV-PPOL(MR) collapse.
+dimensions whose natural spread is ~1e-4 put V far outside its data; in an early run of ours
+with that choice (files not kept) V's loss exploded and ADV-PPOL(MR) on CarRun collapsed.
 """
 
 from __future__ import annotations
