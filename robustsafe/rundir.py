@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from robustsafe.config import TrainConfig, from_dict, to_dict
-from robustsafe.runstate import LOCK_NAME, load_state
+from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -41,6 +41,9 @@ def load_run_config(run_dir: Path) -> TrainConfig:
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
     data = _read_yaml(path)
+    if not isinstance(data, dict):
+        what = "empty" if data is None else f"a {type(data).__name__}"
+        raise ValueError(f"{path} is {what}, not a mapping of settings")
     try:
         return from_dict(TrainConfig, data)
     except (ValueError, TypeError) as err:
@@ -212,6 +215,9 @@ _RESTARTABLE = {LOCK_NAME, "config.yaml", "tb", "train.log"}
 
 
 def check_resumable(out: Path) -> None:
+    """Refuse to resume a run that another process is writing (its first epoch has no state.pt
+    yet) or that holds no training state."""
+    check_unlocked(out)
     if not (out / "state.pt").exists():
         raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
 

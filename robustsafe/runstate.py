@@ -215,14 +215,7 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     path = run_dir / LOCK_NAME
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise RunLockedError(
-                f"{run_dir} is being written by another process (PID {owner}, lock file {path});"
-                " wait for it to finish or stop it"
-            ) from None
+        _lock_or_raise(fd, run_dir)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         try:
@@ -231,3 +224,28 @@ def run_lock(run_dir: Path) -> Iterator[None]:
             os.ftruncate(fd, 0)  # no PID: nobody holds it
     finally:
         os.close(fd)  # releases the flock
+
+
+def check_unlocked(run_dir: Path) -> None:
+    """RunLockedError if another process holds the lock of ``run_dir`` now (the lock is held
+    only for the check)."""
+    try:
+        fd = os.open(run_dir / LOCK_NAME, os.O_RDWR)
+    except OSError:
+        return  # never locked (or no directory: the caller's next check says so)
+    try:
+        _lock_or_raise(fd, run_dir)  # closing the file below releases it again
+    finally:
+        os.close(fd)
+
+
+def _lock_or_raise(fd: int, run_dir: Path) -> None:
+    """Take the flock of the open lock file ``fd``; RunLockedError naming the owner if held."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        raise RunLockedError(
+            f"{run_dir} is being written by another process (PID {owner}, lock file "
+            f"{run_dir / LOCK_NAME}); wait for it to finish or stop it"
+        ) from None

@@ -51,6 +51,21 @@ def test_evaluate_errors(toy_run, tmp_path, capsys):
     assert main([*args, "--episodes", "0"]) == 2
 
 
+def test_evaluate_refuses_xi_outside_0_1_and_an_empty_attack_list(toy_run, capsys):
+    args = ["evaluate", "--run", str(toy_run), "--env-workers", "0", "--episodes", "2"]
+    for xi in ("0", "-0.1", "1.5", "nan"):
+        assert main([*args, "--attacks", "amad", "--xi", xi]) == 2
+        captured = capsys.readouterr()
+        assert "--xi must be in (0, 1]" in captured.err and captured.err.count("\n") == 1
+        assert "reward" not in captured.out
+    assert main([*args, "--attacks", "amad", "--xi", "1"]) == 0
+    capsys.readouterr()
+    for empty in ("", " , "):
+        assert main([*args, "--attacks", empty]) == 2
+        captured = capsys.readouterr()
+        assert "--attacks is empty" in captured.err and "reward" not in captured.out
+
+
 def test_train_errors(tmp_path, capsys, toy_run):
     assert main(["train", "--env", "SafetyCarJump-v0", "--out", str(tmp_path / "x")]) == 2
     assert "SafetyCarRun-v0" in capsys.readouterr().err
@@ -62,6 +77,11 @@ def test_train_errors(tmp_path, capsys, toy_run):
     assert "--resume" in capsys.readouterr().err
     assert main(["train", "--resume", "--out", str(tmp_path / "nothing")]) == 2
     assert "state.pt" in capsys.readouterr().err
+    both = ["--epochs", "2", "--total-steps", "80", "--env", "RobustSafeToyCost-v0"]
+    assert main(["train", "--out", str(tmp_path / "z"), *both]) == 2
+    assert "not both" in capsys.readouterr().err and not (tmp_path / "z").exists()
+    assert main(["train", "--resume", "--out", str(toy_run), *both[:4]]) == 2
+    assert "not both" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", "--preset", "nope"])
 

@@ -252,6 +252,22 @@ def test_grid_refuses_an_unknown_env_id_in_one_line(tmp_path, capsys, dry_run):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--algos", "sac-lag", "--modes", "sa-mad"], "--algo sac-lag trains in"),
+        (["--epochs", "2", "--total-steps", "1000"], "give --epochs or --total-steps, not both"),
+        (["--backend", "ray", "--parallel-runs", "2"], "--parallel-runs is for the local"),
+    ],
+)
+def test_grid_option_errors_are_one_line_in_the_users_words(tmp_path, capsys, extra, words):
+    out = tmp_path / "g"
+    assert main(["grid", "--envs", "SafetyCarRun-v0", "--out", str(out), "--dry-run", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"robustsafe grid: error: {words}")
+    assert not out.exists()
+
+
 def test_grid_dry_run_refuses_an_unimportable_env_module(tmp_path, capsys):
     argv = ["grid", "--envs", "no_such_module:Toy-v0", "--out", str(tmp_path), "--dry-run"]
     assert main(argv) == 2

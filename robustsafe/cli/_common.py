@@ -30,10 +30,11 @@ def _sweep_files(out: Path) -> list[Path]:
     return [prefix.with_suffix(ext) for ext in (".csv", ".png", ".pdf")]
 
 
-def _check_output(path: Path, force: bool) -> None:
-    """Refuse, before any work, an output file that cannot be written or would replace one."""
+def _check_output(path: Path, force: bool, example: str) -> None:
+    """Refuse, before any work, an output file that cannot be written or would replace one;
+    ``example`` is a file name the command would write (named when ``path`` is a directory)."""
     if path.is_dir():
-        raise CLIError(f"--out {path} is a directory; give a file name, e.g. {path / 'eval.json'}")
+        raise CLIError(f"--out {path} is a directory; give a file name, e.g. {path / example}")
     if path.exists() and not force:
         raise CLIError(f"{path} already exists; pass --force to replace it, or another --out")
     try:
@@ -42,6 +43,21 @@ def _check_output(path: Path, force: bool) -> None:
             pass
     except OSError as err:
         raise CLIError(f"cannot write {path}: {_os_reason(err)}") from None
+
+
+def _check_derived_output(path: Path, suffixes: tuple[str, ...]) -> None:
+    """Refuse, before any work, a derived output (table, figure, page: rebuilt in place) that
+    would replace measured data or trained state: an existing file with a suffix other than
+    ``suffixes`` (the command's own), or a run directory's ``metrics.csv``."""
+    if not path.exists():
+        return
+    if path.suffix.lower() not in suffixes or (
+        path.name == "metrics.csv" and (path.parent / "config.yaml").exists()
+    ):
+        raise CLIError(
+            f"--out would replace {path}, which this command does not write "
+            "(measured data or another file); choose another --out"
+        )
 
 
 def _os_reason(err: OSError) -> str:

@@ -36,6 +36,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
     _one_policy_source(args)
+    if not 0.0 < args.xi <= 1.0:
+        raise CLIError(
+            f"--xi must be in (0, 1] (the fraction of states AMAD attacks), got {args.xi}"
+        )
     if args.run is None:
         return _evaluate_foreign(args)
     agent = _load_run_agent(args.run)
@@ -48,15 +52,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
-    attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    attacks = _attack_list(args.attacks)
     if args.eps is None:  # the budget the run was trained and tabulated at
         args.eps = f"{agent.config.robust.epsilon:g}"
     out = Path(args.out) if args.out else None
     if out is not None:  # before any episode runs: a bad path must not waste the work
-        _check_output(out, args.force)
+        _check_output(out, args.force, "eval.json")
         if len(parse_epsilons_quietly(args.eps)) > 1:
             for sweep in _sweep_files(out):
-                _check_output(sweep, args.force)
+                _check_output(sweep, args.force, "eval.json")
     try:
         epsilons = parse_epsilons(args.eps)
         too_large = [e for e in epsilons if e > MAX_EPSILON]
@@ -130,6 +134,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return _record_videos(args, agent, env_id, attacks, epsilons)
 
 
+def _attack_list(text: str) -> list[str]:
+    """The attackers of ``--attacks``; an empty list is a user error."""
+    attacks = [a.strip() for a in text.split(",") if a.strip()]
+    if not attacks:
+        raise CLIError("--attacks is empty: name the attackers, e.g. none,mad,mc (none: natural)")
+    return attacks
+
+
 def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons) -> int:
     """``evaluate --video DIR``: natural and attacked episodes side by side, at the largest
     epsilon (robustsafe.video)."""
@@ -182,12 +194,12 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
         from robustsafe.presets import paper_epsilon
 
         args.eps = f"{paper_epsilon(args.env):g}"
-    attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
+    attacks = _attack_list(args.attacks)
     if "none" not in attacks:
         attacks.insert(0, "none")
     out = Path(args.out) if args.out else None
     if out is not None:
-        _check_output(out, args.force)
+        _check_output(out, args.force, "eval.json")
     try:
         critics = load_critics(args.critics) if args.critics else None
         epsilons = parse_epsilons(args.eps)

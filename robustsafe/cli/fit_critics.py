@@ -36,7 +36,7 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
             f"fit-critics writes a new agent file: pass --out FILE.pt, or --force to replace {src}"
         )
     out = Path(args.out) if args.out else src
-    _check_output(out, args.force)
+    _check_output(out, args.force, "agent-critics.pt")
     env_id = args.env or agent.config.env_id
     vec = _open_vec_env(args, env_id, args.num_envs, agent.config.env_kwargs)
     try:
@@ -79,7 +79,7 @@ def _fit_critics_foreign(args: argparse.Namespace) -> int:
     if args.out is None:
         raise CLIError("--policy/--sb3: pass --out FILE.pt, the critics file to write")
     out = Path(args.out)
-    _check_output(out, args.force)
+    _check_output(out, args.force, "critics.pt")
     policy = _foreign_policy(args)
     vec = _open_vec_env(args, args.env, args.num_envs)
     try:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError, add_renamed_option
+from robustsafe.cli._common import CLIError, _check_derived_output, add_renamed_option
 from robustsafe.cli.train import DEFAULT_PRESET
 from robustsafe.presets import PRESETS
 
@@ -25,6 +25,11 @@ def cmd_grid(args: argparse.Namespace) -> int:
     )
     from robustsafe.experiments.xi_sweep import DEFAULT_XIS
 
+    if args.backend == "ray" and args.parallel_runs != 1:
+        raise CLIError(
+            "--parallel-runs is for the local backend only: with --backend ray the cluster's "
+            "CPUs and --cpus-per-run set how many runs go at once"
+        )
     appendix_attacks = args.appendix_attacks or ""
     xi_sweep = args.xi_sweep or ""
     if args.appendix:
@@ -116,6 +121,7 @@ def cmd_table(args: argparse.Namespace) -> int:
 
     runs = Path(args.runs_dir)
     prefix = Path(args.out) if args.out else runs / "table"
+    _check_derived_output(prefix.with_name(prefix.name + ".csv"), (".csv",))
     try:
         table = collect_table(runs)
         print(format_markdown(table))
@@ -131,6 +137,8 @@ def cmd_table(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from robustsafe.experiments.report import write_report
 
+    if args.out is not None:
+        _check_derived_output(Path(args.out), (".html", ".htm"))
     try:
         page, notes = write_report(args.runs_dir, args.out)
     except ValueError as err:

@@ -8,8 +8,11 @@ from pathlib import Path
 from robustsafe.cli._common import (
     CLIError,
     _agent_eval_fields,
+    _check_derived_output,
+    _check_output,
     _load_run_agent,
     _open_vec_env,
+    _write_or_keep,
     add_env_workers_option,
 )
 
@@ -34,6 +37,9 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     eps = args.eps if args.eps is not None else agent.config.robust.epsilon
+    run = Path(args.run)
+    out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / XI_EVAL_NAME
+    _check_output(out, args.force, XI_EVAL_NAME)  # before any episode runs
     vec = _open_vec_env(
         args, agent.config.env_id, min(args.num_envs, args.episodes), agent.config.env_kwargs
     )
@@ -52,8 +58,6 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
         raise CLIError(str(err)) from None
     finally:
         vec.close()
-    run = Path(args.run)
-    out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / XI_EVAL_NAME
     payload = {
         "format": XI_FORMAT,
         "agent": str(args.run),
@@ -63,29 +67,33 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
         "xi_values": xis,
         "results": results,
     }
-    write_json_atomic(out, payload)
     for r in results:
         label = r["attack"] + (f" xi {r['xi']:g}" if "xi" in r else "")
         print(
             f"{label:<14} reward {r['reward_mean']:8.2f} ± {r['reward_std']:6.2f}   "
             f"cost {r['cost_mean']:7.2f} ± {r['cost_std']:6.2f}"
         )
+    _write_or_keep(out, lambda path: write_json_atomic(path, payload))
     print(f"written to {out}")
     return 0
 
 
 def _figure_prefix(out: str) -> Path:
-    """``--out fig``, ``fig.png`` or ``fig.pdf``: the prefix of fig.png, fig.pdf, fig.csv."""
+    """``--out fig``, ``fig.png`` or ``fig.pdf``: the prefix of fig.png, fig.pdf, fig.csv (not
+    one whose CSV would replace a run's metrics.csv)."""
     path = Path(out)
-    return path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
+    prefix = path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
+    _check_derived_output(prefix.with_name(prefix.name + ".csv"), (".csv",))
+    return prefix
 
 
 def cmd_plot_curves(args: argparse.Namespace) -> int:
     from robustsafe.experiments.plots import load_training_run, write_curves_figure
 
+    prefix = _figure_prefix(args.out)
     try:
         runs = [load_training_run(r) for r in args.runs]
-        paths, notes = write_curves_figure(runs, _figure_prefix(args.out), args.smooth)
+        paths, notes = write_curves_figure(runs, prefix, args.smooth)
     except ValueError as err:
         raise CLIError(str(err)) from None
     for note in notes:
@@ -97,12 +105,13 @@ def cmd_plot_curves(args: argparse.Namespace) -> int:
 def cmd_plot_sweep(args: argparse.Namespace) -> int:
     from robustsafe.experiments.plots import load_sweep_file, write_sweep_figure
 
+    prefix = _figure_prefix(args.out)
     attacks = None
     if args.attacks:
         attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
     try:
         runs = [load_sweep_file(f) for f in args.files]
-        paths = write_sweep_figure(runs, _figure_prefix(args.out), attacks, args.cost_limit)
+        paths = write_sweep_figure(runs, prefix, attacks, args.cost_limit)
     except ValueError as err:
         raise CLIError(str(err)) from None
     print("written: " + ", ".join(str(p) for p in paths))
@@ -128,6 +137,7 @@ def add_xi_sweep(sub: argparse._SubParsersAction) -> None:
         help="units of epsilon: raw observations (paper) or normaliser std",
     )
     xs.add_argument("--out", help="JSON file (default: RUN/eval-xi.json)")
+    xs.add_argument("--force", action="store_true", help="replace an existing --out file")
     xs.add_argument("--num-envs", type=int, default=10, help="parallel environments")
     add_env_workers_option(xs, default=2)
     xs.set_defaults(func=cmd_xi_sweep)

@@ -53,9 +53,12 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     run-naming values (env, seed, preset, mode, algo) likewise: default < file < option. A
     resume: the run's saved settings, with only the length changed. Raises CLIError.
     """
-    from robustsafe.rundir import load_settings_file
+    from robustsafe.rundir import check_resumable, load_settings_file
+    from robustsafe.runstate import RunLockedError
     from robustsafe.train import load_run_config
 
+    if args.epochs is not None and args.total_steps is not None:
+        raise CLIError("give --epochs or --total-steps, not both: each sets the run's length")
     file_named: dict = {}
     file_sets: list[str] = []
     if args.config is not None:
@@ -75,8 +78,7 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     )
     try:
         if args.resume:  # continue with the saved settings; only the length may change
-            if not (out / "state.pt").exists():
-                raise FileNotFoundError(f"cannot resume: {out} holds no training state (state.pt)")
+            check_resumable(out)  # the lock first: a first epoch being written has no state.pt
             cfg = load_run_config(out)
             conflicts = _resume_conflicts(cfg, args, given, file_named, file_sets)
             if conflicts:
@@ -113,7 +115,7 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
                 total_steps=args.total_steps,
                 file_sets=file_sets,
             )
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, RunLockedError) as err:
         raise CLIError(str(err)) from None
     return cfg, out
 

@@ -334,11 +334,14 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
 
     run_dir = Path(run_dir)
     try:
-        cfg = load_run_config(run_dir)
+        cfg = load_run_config(run_dir)  # names the run directory if it is none
+    except FileNotFoundError as err:
+        raise ValueError(str(err)) from None
+    try:
         with (run_dir / "metrics.csv").open(newline="") as f:
             rows = list(csv.DictReader(f))
-    except FileNotFoundError as err:
-        raise ValueError(f"{run_dir} is not a run directory ({err})") from None
+    except FileNotFoundError:
+        raise ValueError(f"{run_dir} holds no metrics.csv (no training epoch)") from None
     if not rows:
         raise ValueError(f"{run_dir / 'metrics.csv'}: no epoch yet")
 

@@ -126,3 +126,13 @@ def test_grid_writes_the_appendix_evaluations_beside_eval_json(tmp_path, importa
     assert {"table-appendix.md", "table-minr.md", "table-mix.md", "table-amad-xi.png"} <= names
     mix = (tmp_path / "table-mix.md").read_text()
     assert "ADV-PPOL(MC)" in mix and "SA-PPOL(MC)" not in mix
+
+    # a stale extra evaluation is run again and replaces its file (the grid passes --force)
+    other = dataclasses.replace(other, appendix_attacks=("minr",))
+    again = run_grid(other, log=lambda line: None)
+    assert [r.extra for r in again[:2]] == [
+        (("eval-appendix.json", "evaluated"), ("eval-xi.json", "evaluated")),
+        (("eval-appendix.json", "evaluated"),),
+    ]
+    assert json.loads((vanilla / "eval-xi.json").read_text())["xi_values"] == [0.2]
+    assert extra_evaluation_is_current(adv, "eval-appendix.json", other, 0.05)

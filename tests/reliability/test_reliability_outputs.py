@@ -43,6 +43,47 @@ def test_evaluate_out_is_checked_before_any_episode(cli_run, tmp_path, capsys):
         assert main([*args, "--out", str(bad)]) == 2
         captured = capsys.readouterr()
         assert one_line_error(captured.err) and "reward" not in captured.out, captured
+        if bad == tmp_path:  # a directory: the example file name is an evaluation's
+            assert f"e.g. {tmp_path / 'eval.json'}" in captured.err
+
+
+def test_xi_sweep_does_not_replace_a_file_without_force(cli_run, tmp_path, capsys):
+    out = cli_run / "eval-xi.json"  # the default --out
+    out.write_text("precious")
+    args = ["xi-sweep", "--run", str(cli_run), "--xi", "0.5", *EVAL[:-1]]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert one_line_error(captured.err) and "--force" in captured.err
+    assert "reward" not in captured.out and out.read_text() == "precious"  # no episode ran
+    assert main([*args, "--force"]) == 0
+    assert json.loads(out.read_text())["xi_values"] == [0.5]
+
+
+def test_derived_outputs_never_replace_measured_data(cli_run, tmp_path, capsys):
+    """table, plot and report rebuild their own files in place, but refuse an --out that would
+    replace a run's metrics.csv or a data file, before any work."""
+    metrics = (cli_run / "metrics.csv").read_text()
+    prefix = str(cli_run / "metrics")
+    for argv in (
+        ["table", str(tmp_path), "--out", prefix],
+        ["plot", "curves", str(cli_run), "--out", prefix + ".png"],
+        ["plot", "sweep", str(tmp_path / "e.json"), "--out", prefix],
+    ):
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert one_line_error(captured.err) and "metrics.csv" in captured.err, argv
+        assert "written" not in captured.out
+    assert (cli_run / "metrics.csv").read_text() == metrics
+    data = tmp_path / "eval.json"
+    data.write_text("precious")
+    assert main(["report", str(tmp_path), "--out", str(data)]) == 2
+    assert one_line_error(capsys.readouterr().err) and data.read_text() == "precious"
+    # their own outputs are rebuilt in place
+    page, figure = tmp_path / "page.html", tmp_path / "curves"
+    for _ in range(2):
+        assert main(["report", str(tmp_path), "--out", str(page)]) == 0
+        assert main(["plot", "curves", str(cli_run), "--out", str(figure)]) == 0
+    assert page.stat().st_size > 0 and (tmp_path / "curves.csv").exists()
 
 
 def test_evaluate_does_not_replace_a_file_without_force(cli_run, tmp_path, capsys):
@@ -107,6 +148,7 @@ def test_fit_critics_never_replaces_the_agent_silently(cli_run, tmp_path, capsys
     assert main(["fit-critics", "--run", str(cli_run), *FIT, "--out", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     assert one_line_error(captured.err) and "TD loss" not in captured.out
+    assert f"e.g. {tmp_path / 'agent-critics.pt'}" in captured.err  # a .pt, not eval.json
     assert main(["fit-critics", "--run", str(cli_run), *FIT, "--force"]) == 0
     assert (cli_run / "agent.pt").read_bytes() != agent
 

@@ -201,6 +201,29 @@ def test_a_broken_config_yaml_is_a_one_line_error(cli_run, capsys, text):
     assert one_line_error(err) and "config.yaml" in err
 
 
+def test_a_blank_config_yaml_says_the_file_is_empty(cli_run, capsys):
+    (cli_run / "config.yaml").write_text("")
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and f"{cli_run / 'config.yaml'} is empty" in err
+
+
+def test_resuming_a_run_being_written_names_the_lock(tmp_path, capsys):
+    """A run in its first epoch has config.yaml and the lock, no state.pt yet: a resume must say
+    that another process writes it, not that it holds no training state."""
+    from robustsafe.runstate import run_lock
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.yaml").write_text("epochs: 1\n")
+    with run_lock(out):  # another open of the lock file: held as by another process
+        assert main(["train", "--resume", "--out", str(out), "--epochs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "being written by another process" in err
+    assert main(["train", "--resume", "--out", str(out), "--epochs", "2"]) == 2  # released
+    assert "holds no training state" in capsys.readouterr().err
+
+
 def test_status_json_damage_does_not_break_the_plan(cli_run):
     (cli_run / "status.json").write_text("{not json")
     assert run_status(cli_run) == (2, 2)

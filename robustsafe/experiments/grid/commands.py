@@ -69,7 +69,8 @@ def extra_command(spec: GridSpec, plan: PlannedRun, name: str) -> list[str]:
     from robustsafe.experiments.xi_sweep import XI_EVAL_NAME
 
     common = ["--episodes", str(spec.episodes), "--seed", str(spec.eval_seed)]
-    common += ["--out", str(plan.run_dir / name), "--env-workers", str(spec.eval_workers)]
+    common += ["--out", str(plan.run_dir / name), "--force"]  # a stale evaluation is replaced
+    common += ["--env-workers", str(spec.eval_workers)]
     common += ["--num-envs", str(spec.eval_num_envs)]
     eps = ["--eps", repr(float(plan.epsilon))]
     if name == XI_EVAL_NAME:

@@ -104,6 +104,8 @@ def parse_train_args(args: Sequence[str]) -> TrainArgs:
             f"train_args: {why}; accepted: --epochs N, --total-steps N, --env-workers K, "
             "--num-envs N, --obs-norm, --set KEY=VALUE"
         )
+    if ns.epochs is not None and ns.total_steps is not None:
+        raise ValueError("give --epochs or --total-steps, not both: each sets the run's length")
     return TrainArgs(ns.epochs, ns.total_steps, ns.workers, ns.num_envs, ns.obs_norm, tuple(ns.set))
 
 
@@ -286,22 +288,19 @@ def resolve_train_config(
     """
     a = parse_train_args(spec.train_args)
     algo, variant_sets = split_algo(algo)
-    try:
-        return resolve(
-            env_id,
-            spec.preset,
-            mode=mode,
-            algo=algo,
-            seed=seed,
-            workers=a.workers,
-            num_envs=a.num_envs,
-            obs_norm=a.obs_norm,
-            sets=[*variant_sets, *a.sets],
-            epochs=a.epochs,
-            total_steps=a.total_steps,
-        )
-    except ValueError as err:
-        raise ValueError(f"train_args: {err}") from None
+    return resolve(  # its errors name the option (--algo, --set KEY, --epochs, ...)
+        env_id,
+        spec.preset,
+        mode=mode,
+        algo=algo,
+        seed=seed,
+        workers=a.workers,
+        num_envs=a.num_envs,
+        obs_norm=a.obs_norm,
+        sets=[*variant_sets, *a.sets],
+        epochs=a.epochs,
+        total_steps=a.total_steps,
+    )
 
 
 def check_envs(env_ids: Iterable[str]) -> None:
