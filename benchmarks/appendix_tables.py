@@ -109,6 +109,7 @@ def main() -> None:
                     continue
                 full = ["-m", "robustsafe.cli", *cmd, "--run", str(agent), "--eps", eps]
                 full += [*common, "--out", str(out / name)]
+                full += ["--force"] if args.force else []  # the commands refuse to replace it
                 seconds = run(full, out / "eval.log")
                 times.append((f"{env} {mode} {name}", seconds))
                 print(f"{env} {mode}: {name} in {seconds:.0f} s", flush=True)

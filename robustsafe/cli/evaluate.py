@@ -41,6 +41,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             f"--xi must be in (0, 1] (the fraction of states AMAD attacks), got {args.xi}"
         )
     if args.run is None:
+        if args.deterministic_action is not None:
+            raise CLIError(
+                "--deterministic-action applies to --run agents; a --policy or --sb3 policy "
+                "acts as its own code decides"
+            )
         return _evaluate_foreign(args)
     agent = _load_run_agent(args.run)
     set_deterministic_action(agent, args.deterministic_action)
