@@ -123,15 +123,6 @@ def save_agent(
     )
 
 
-def legacy_defaults(saved: Any) -> Any:
-    """A saved config with the settings an older agent file lacks, set to what that agent was
-    trained, evaluated and attacked with (not to today's defaults, which would change its
-    numbers): files from before ``deterministic_action`` existed acted with the Gaussian's mean."""
-    if isinstance(saved, dict) and "deterministic_action" not in saved:
-        return {**saved, "deterministic_action": "mean"}
-    return saved
-
-
 def load_agent(path: str | Path) -> Agent:
     """Load an agent file, or the latest agent of a run directory, with clear errors."""
     path = Path(path)
@@ -157,7 +148,7 @@ def load_agent(path: str | Path) -> Agent:
             f"version {AGENT_VERSION}"
         )
     try:
-        cfg = from_dict(TrainConfig, legacy_defaults(data["config"]))
+        cfg = from_dict(TrainConfig, data["config"])
         actor, v_r, v_c, critics, norm = build_networks(
             cfg, data["obs_dim"], data["act_dim"], data["act_low"], data["act_high"]
         )

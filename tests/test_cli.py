@@ -161,21 +161,3 @@ def test_evaluate_deterministic_action_override(toy_run, tmp_path, capsys):
     foreign = ["evaluate", "--policy", "no_such_module:policy", "--env", agent.config.env_id]
     assert main([*foreign, "--deterministic-action", "mean"]) == 2
     assert "applies to --run agents" in capsys.readouterr().err
-
-
-def test_agent_files_from_before_the_deterministic_action_setting_keep_the_mean(toy_run, tmp_path):
-    """An agent file whose config has no ``deterministic_action`` (saved before the setting
-    existed) was evaluated and attacked with the Gaussian's mean: it loads with the mean, not
-    with today's default E[clip(a)]; a file that names its action keeps it."""
-    data = torch.load(toy_run / "agent.pt", weights_only=True)
-    assert data["config"]["deterministic_action"] == "expected"
-    legacy = dict(
-        data, config={k: v for k, v in data["config"].items() if k != "deterministic_action"}
-    )
-    path = tmp_path / "legacy.pt"
-    torch.save(legacy, path)
-    old, new = load_agent(path), load_agent(toy_run)
-    assert old.config.deterministic_action == "mean" and old.actor.deterministic == "mean"
-    assert new.actor.deterministic == "expected"
-    obs = torch.randn(5, old.obs_dim)
-    assert torch.equal(old.actor.deterministic_action(obs), old.actor.mean_action(obs))
