@@ -138,6 +138,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from robustsafe.experiments.report import write_report
 
     if args.out is not None:
+        if Path(args.out).suffix.lower() not in (".html", ".htm"):  # else it cannot be rebuilt
+            raise CLIError(f"--out {args.out}: the report is an HTML page; name it *.html")
         _check_derived_output(Path(args.out), (".html", ".htm"))
     try:
         page, notes = write_report(args.runs_dir, args.out)

@@ -78,6 +78,9 @@ def test_derived_outputs_never_replace_measured_data(cli_run, tmp_path, capsys):
     data.write_text("precious")
     assert main(["report", str(tmp_path), "--out", str(data)]) == 2
     assert one_line_error(capsys.readouterr().err) and data.read_text() == "precious"
+    # a page without an HTML name could not be rebuilt (the check above would refuse it)
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "mypage")]) == 2
+    assert "*.html" in capsys.readouterr().err and not (tmp_path / "mypage").exists()
     # their own outputs are rebuilt in place
     page, figure = tmp_path / "page.html", tmp_path / "curves"
     for _ in range(2):
