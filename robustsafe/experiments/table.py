@@ -162,6 +162,7 @@ class EvalFile:
     episodes: dict[str, tuple[tuple[float, float], ...]]
     epsilons: dict[str, float]
     algo: str = "ppol"  # the learner; evaluations without ``train_algo`` are PPOL's
+    actions: str | None = None  # the deterministic action the evaluation ran, as it records it
 
 
 def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
@@ -229,6 +230,7 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
         agent_epoch=epoch if isinstance(epoch, int) else None,
         episodes=episodes,
         epsilons=epsilons,
+        actions=data.get("actions") if isinstance(data.get("actions"), str) else None,
     )
 
 
@@ -330,6 +332,9 @@ def build_table(
         presets = sorted({f.preset for f in members if f.preset})
         if len(presets) > 1:
             notes.append(f"{name} pools runs of different presets ({', '.join(presets)}).")
+        actions = sorted({f.actions for f in members if f.actions})
+        if len(actions) > 1:
+            notes.append(f"{name} pools evaluations of different actions ({'; '.join(actions)}).")
         epochs = sorted({f.agent_epoch for f in members if f.agent_epoch is not None})
         if len(epochs) > 1:
             notes.append(

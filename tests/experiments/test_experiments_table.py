@@ -307,3 +307,17 @@ def test_legend_explains_average_only_where_the_table_has_it(tmp_path):
     for fmt in (format_markdown, format_latex):
         assert "Average pools" in fmt(table)
         assert "Average" not in fmt(table, columns=without)
+
+
+def test_a_note_when_a_row_pools_evaluations_of_different_actions(tmp_path):
+    """Seeds evaluated with different deterministic actions (e.g. one re-evaluated with
+    ``--deterministic-action mean``) are pooled with a note naming both; one action, no note."""
+    for seed, actions in ((0, "deterministic (mean)"), (1, "deterministic (E[clip(a)])")):
+        path = write_eval(tmp_path, "vanilla", seed, uniform(10.0, 1.0))
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "actions": actions}))
+    write_eval(tmp_path, "adv-mc", 0, uniform(9.0, 0.0))
+    notes = collect_table(tmp_path).notes
+    mixed = [n for n in notes if "different actions" in n]
+    assert len(mixed) == 1 and "PPOL-vanilla" in mixed[0]
+    assert "(mean)" in mixed[0] and "E[clip(a)]" in mixed[0]
