@@ -12,10 +12,10 @@ Per-episode numbers do not depend on ``num_envs`` or ``workers`` either:
   every rule of the attacks (restarts, early stopping) is per row;
 - the actor, the critics and the attacks run in float64 (a copy of the agent; actions are
   rounded to float32 for the environment). In float32, a matrix product's rounding depends on
-  the batch size (measured on the zoo CarRun agent: up to 2.4e-7 in the mean action between a
-  batch of 10 and single rows), and the Bullet tasks amplify such differences: natural
-  SafetyCarRun-v0 episodes differed by up to 0.3 in reward and by 1 in cost between
-  ``num_envs`` 1, 3 and 4. In float64 the differences are about 1e-16, and rounding the action
+  the batch size (on the zoo CarRun agent, up to 4.8e-7 in the mean action between single rows
+  and batches of 10-100), and the Bullet tasks amplify such differences: natural
+  SafetyCarRun-v0 episodes differ by up to 0.31 in reward and 1 in cost between ``num_envs``
+  1, 3 and 4 (``benchmarks/batch_invariance.py``). In float64 the differences are about 1e-16, and rounding the action
   to float32 removes them.
 """
 
