@@ -24,7 +24,7 @@ MEASURED = {
     "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3),
     "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3),
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3),
-    "SafetyCarRun-v0/cvpo-vanilla": (11339.18, 1891.28, 0.0, 39.15, 9341.37, 2),
+    "SafetyCarRun-v0/cvpo-vanilla": (9517.39, 1645.07, 0.0, 40.95, 7766.39, 3),
     "SafetyCarRun-v0/focops-adv-mc": (2664.4, 1224.72, 1071.7, 19.87, 318.96, 1),
     "SafetyCarRun-v0/focops-adv-mr": (3047.05, 1289.03, 1320.97, 20.93, 380.29, 1),
     "SafetyCarRun-v0/focops-vanilla": (2203.81, 1612.06, 0.0, 21.65, 524.17, 3),
