@@ -7,7 +7,10 @@ For every run ``<root>/<env>/<mode>/seed<S>/`` with an ``eval.json`` under the g
   (what ``robustsafe table`` and ``benchmarks/training_time.py`` read, so the committed table
   can be regenerated from the committed files);
 - for the zoo seed (default 0), also ``agent.pt``: ``zoo/<env>/<mode>/`` gets the agent, its
-  config, metrics and evaluation.
+  config, metrics and evaluation;
+- the copies' ``actions`` field names the action the run executed (its config's
+  ``deterministic_action``; the squashed mean for sac-lag / cvpo), where code older than that
+  label wrote "deterministic (mean)" whatever the setting (``relabel_actions``).
 
 Then it writes ``<results>/table.{md,csv,tex}`` and ``table-costs.md``, and, with
 ``--readme FILE.md``, puts the costs table between that Markdown file's
@@ -21,9 +24,15 @@ Then it writes ``<results>/table.{md,csv,tex}`` and ``table-costs.md``, and, wit
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
+import yaml
+
+from robustsafe.cli._common import DETERMINISTIC_LABELS, SQUASHED_LABEL
+from robustsafe.config import OFF_POLICY_ALGOS
+from robustsafe.evaluate import write_json_atomic
 from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
 RUN_FILES = ("eval.json", "config.yaml", "metrics.csv")
@@ -46,6 +55,34 @@ def copy_files(src: Path, dst: Path, names: tuple[str, ...]) -> None:
         tmp = dst / f".{name}.tmp"
         shutil.copyfile(src / name, tmp)
         tmp.replace(dst / name)
+
+
+def action_label(config: dict) -> str:
+    """The deterministic action a run's evaluations executed, from its ``config.yaml``: the
+    squashed mean for the off-policy learners, else its ``deterministic_action`` (a config from
+    before that setting: the mean)."""
+    if config.get("algo") in OFF_POLICY_ALGOS:
+        return SQUASHED_LABEL
+    return DETERMINISTIC_LABELS[config.get("deterministic_action", "mean")]
+
+
+def relabel_actions(run: Path) -> list[Path]:
+    """Correct the ``actions`` field of the run's evaluation files where older code wrote its
+    fixed label, "deterministic (mean)", whatever action the run's config made it execute.
+    A file with any other label is left as it is. Returns the files rewritten."""
+    config = yaml.safe_load((run / "config.yaml").read_text()) or {}
+    label, legacy = action_label(config), DETERMINISTIC_LABELS["mean"]
+    changed = []
+    for name in ("eval.json", *EXTRA_FILES):
+        path = run / name
+        if label == legacy or not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        if data.get("actions") == legacy:
+            data["actions"] = label
+            write_json_atomic(path, data)
+            changed.append(path)
+    return changed
 
 
 def replace_between_markers(text: str, body: str) -> str:
@@ -78,9 +115,11 @@ def main() -> None:
             rel = run.relative_to(root)
             copy_files(run, args.results / rel, RUN_FILES)
             copy_files(run, args.results / rel, tuple(f for f in EXTRA_FILES if (run / f).exists()))
+            relabel_actions(args.results / rel)
             n += 1
             if args.zoo and rel.name == f"seed{args.zoo_seed}":
                 copy_files(run, Path(args.zoo) / rel.parent, ZOO_FILES)
+                relabel_actions(Path(args.zoo) / rel.parent)
     if n == 0:
         raise SystemExit(f"no evaluated runs under {[str(r) for r in args.roots]}")
     table = collect_table(args.results)

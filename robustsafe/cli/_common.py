@@ -113,13 +113,14 @@ DETERMINISTIC_LABELS = {
     "expected": "deterministic (E[clip(a)], the expected executed action)",
     "mean": "deterministic (mean)",
 }
+SQUASHED_LABEL = "deterministic (squashed mean)"
 
 
 def deterministic_label(actor) -> str:
     """The deterministic action an evaluation of ``actor`` executes, as its file records it:
     a Gaussian actor's setting (``deterministic``), else a squashed Gaussian's mean."""
     kind = getattr(actor, "deterministic", None)
-    return DETERMINISTIC_LABELS.get(kind, "deterministic (squashed mean)")
+    return DETERMINISTIC_LABELS.get(kind, SQUASHED_LABEL)
 
 
 def set_deterministic_action(agent, kind: str | None) -> None:
