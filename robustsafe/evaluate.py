@@ -15,8 +15,8 @@ Per-episode numbers do not depend on ``num_envs`` or ``workers`` either:
   the batch size (on the zoo CarRun agent, up to 4.8e-7 in the mean action between single rows
   and batches of 10-100), and the Bullet tasks amplify such differences: natural
   SafetyCarRun-v0 episodes differ by up to 0.31 in reward and 1 in cost between ``num_envs``
-  1, 3 and 4 (``benchmarks/batch_invariance.py``). In float64 the differences are about 1e-16, and rounding the action
-  to float32 removes them.
+  1, 3 and 4 (``benchmarks/batch_invariance.py``). In float64 the differences are about 1e-16,
+  and rounding the action to float32 removes them.
 """
 
 from __future__ import annotations

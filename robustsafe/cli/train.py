@@ -243,7 +243,11 @@ def add_train(sub: argparse._SubParsersAction) -> None:
         help="subprocesses stepping the environments, 0: in this process (default: the "
         "preset's, 2)",
     )
-    t.add_argument("--num-envs", type=int, help="parallel environments (default: the preset's, 20)")
+    t.add_argument(
+        "--num-envs",
+        type=int,
+        help="parallel environments (default: the preset's: 20, 5 for sac-lag under fast)",
+    )
     t.add_argument("--obs-norm", action="store_true", help="observation normaliser (off: paper)")
     t.add_argument(
         "--set",
