@@ -72,10 +72,12 @@ def relabel_actions(run: Path) -> list[Path]:
     A file with any other label is left as it is. Returns the files rewritten."""
     config = yaml.safe_load((run / "config.yaml").read_text()) or {}
     label, legacy = action_label(config), DETERMINISTIC_LABELS["mean"]
+    if label == legacy:
+        return []
     changed = []
     for name in ("eval.json", *EXTRA_FILES):
         path = run / name
-        if label == legacy or not path.exists():
+        if not path.exists():
             continue
         data = json.loads(path.read_text())
         if data.get("actions") == legacy:
