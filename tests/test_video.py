@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from test_evaluate_attacks import toy_agent_dir  # noqa: F401  (the fixture)
@@ -101,7 +103,9 @@ def test_bullet_video_of_the_zoo_agent(tmp_path):
     try:
         env.reset(0)
         frame = bullet_render(env)
-    except Exception as err:  # no offscreen renderer here
+    except Exception as err:  # no offscreen renderer here; under CI (``CI`` set) a failure
+        if os.environ.get("CI"):
+            raise
         pytest.skip(f"no Bullet renderer: {err}")
     finally:
         env.close()

@@ -276,5 +276,7 @@ def test_sweep_figure_regenerates_from_a_committed_evaluation(tmp_path):
     rows = {(r["attack"], float(r["epsilon"])): r for r in read_csv(out.with_suffix(".csv"))}
     for r in data["results"]:
         got = rows[(r["attack"], float(r["epsilon"]))]
+        assert np.isclose(float(got["reward_mean"]), r["reward_mean"])
         assert np.isclose(float(got["cost_mean"]), r["cost_mean"])
         assert np.isclose(float(got["reward_band"]), r["reward_std"])  # one seed: episodes
+        assert np.isclose(float(got["cost_band"]), r["cost_std"])

@@ -112,6 +112,16 @@ def test_report_holds_tables_figures_runs_and_settings(grid, tmp_path):
     # every Markdown table robustsafe table writes, cell for cell
     expected = markdown_tables(format_markdown(collect_table(grid)))
     assert expected and expected[0] == page.tables[0]
+    # and every other table `robustsafe table` writes for these runs (on a copy), then Runs
+    copy = tmp_path / "copy"
+    shutil.copytree(grid, copy)
+    assert main(["table", str(copy)]) == 0
+    written = [copy / "table.md", *sorted(copy.glob("table-*.md"))]
+    tables = [t for md in written for t in markdown_tables(md.read_text(), marks=r"\*\*|`")]
+    assert len(tables) > 1
+    for table in tables:
+        assert table in page.tables, f"a table is missing: {table[0][:4]} ... {len(table)} rows"
+    assert len(page.tables) == len(tables) + 1
     assert any(cell.startswith("ADV-PPOL(MR)") for row in page.tables[0] for cell in row)
     # the figures: PNGs inside the page; the GIF video: shown from its file
     gif = "../grid/adv-mr/seed0/videos/natural-vs-mc-eps0.05.gif"
