@@ -63,6 +63,49 @@ def test_attacked_episodes_are_paired_and_inside_the_ball(toy_agent_dir, toy_env
     assert max(seen) <= 0.3 + 1e-6 and max(seen) > 0
 
 
+def test_episode_i_starts_from_the_same_state_when_the_attack_changes_episode_lengths():
+    """Pairing by episode index: a policy that drives away from 0 ends each episode when
+    |x| > 1, so a random attack changes the lengths and the order in which the envs start new
+    episodes; episode i must still start from the same state, and draw from attack stream i."""
+    from test_envs import EARLY_END_ID
+
+    from robustsafe.attacks import make_attacker
+    from robustsafe.attacks.rng import episode_generator
+    from robustsafe.evaluate import PolicyAgent, _PolicyConfig
+    from robustsafe.policy import as_policy
+
+    class Away(torch.nn.Module):
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(10.0 * obs)
+
+    agent = PolicyAgent(as_policy(Away()), None, _PolicyConfig(EARLY_END_ID))
+    episodes, n = 9, 3
+    fresh = {tuple(episode_generator(0, i).get_state().tolist()): i for i in range(episodes + 2 * n)}
+
+    def spied(attacker):
+        seen, first = [], {}  # the generators met (kept alive: ids stay unique); starts
+
+        def attack(ag, obs, rows):
+            for row, g in enumerate(rows.generators):
+                if not any(g is s for s in seen):  # an episode's first step: a fresh stream
+                    seen.append(g)
+                    first[fresh[tuple(g.get_state().tolist())]] = float(obs[row, 0])
+            return obs if attacker is None else attacker(ag.actor, ag.critics, obs, 0.3, rows)
+
+        return attack, first
+
+    runs = {}
+    with VectorEnv(EARLY_END_ID, n, seed=0) as vec:
+        for name in ("none", "random"):
+            attack, first = spied(None if name == "none" else make_attacker(name))
+            runs[name] = (run_episodes(agent, vec, episodes, seed=4, attack=attack), first)
+    (natural, natural_first), (attacked, attacked_first) = runs["none"], runs["random"]
+    assert [e.length for e in natural] != [e.length for e in attacked]  # lengths do change
+    starts = [natural_first[i] for i in range(episodes)]
+    assert len(set(starts)) == episodes  # every episode its own start
+    assert starts == [attacked_first[i] for i in range(episodes)]
+
+
 def test_evaluate_agent_runs_every_attacker(toy_agent_dir, toy_env_id):
     agent = load_agent(toy_agent_dir)
     with VectorEnv(toy_env_id, 2, seed=0) as vec:
