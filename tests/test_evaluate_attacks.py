@@ -80,7 +80,8 @@ def test_episode_i_starts_from_the_same_state_when_the_attack_changes_episode_le
 
     agent = PolicyAgent(as_policy(Away()), None, _PolicyConfig(EARLY_END_ID))
     episodes, n = 9, 3
-    fresh = {tuple(episode_generator(0, i).get_state().tolist()): i for i in range(episodes + 2 * n)}
+    streams = {i: episode_generator(0, i).get_state() for i in range(episodes + 2 * n)}
+    fresh = {tuple(state.tolist()): i for i, state in streams.items()}
 
     def spied(attacker):
         seen, first = [], {}  # the generators met (kept alive: ids stay unique); starts
