@@ -12,7 +12,7 @@ FIELDS = ("wall", "env", "attack", "policy", "update", "runs")
 MEASURED = {
     "SafetyCarCircle-v0/adv-mc": (1070.41, 628.97, 211.72, 8.34, 199.64, 3),
     "SafetyCarCircle-v0/adv-mr": (1124.27, 621.28, 262.2, 8.01, 210.17, 3),
-    "SafetyCarCircle-v0/cvpo-vanilla": (16668.34, 1673.16, 0.0, 44.62, 14888.17, 2),
+    "SafetyCarCircle-v0/cvpo-vanilla": (15261.88, 1577.04, 0.0, 46.11, 13582.15, 3),
     "SafetyCarCircle-v0/focops-adv-mc": (4736.52, 2096.85, 1801.68, 25.89, 766.65, 1),
     "SafetyCarCircle-v0/focops-adv-mr": (12174.94, 7512.88, 3767.56, 31.18, 808.61, 1),
     "SafetyCarCircle-v0/focops-vanilla": (2851.8, 1933.8, 0.0, 23.6, 853.77, 3),
