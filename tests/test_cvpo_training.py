@@ -75,6 +75,10 @@ def test_cli_trains_cvpo_and_attacks_use_its_critics(tmp_path):
     data = cli_evaluate(run, tmp_path / "eval.json", "none,mad,mc,mr")
     assert data["train_algo"] == "cvpo"
     assert [r["attack"] for r in data["results"]] == ["none", "mad", "mc", "mr"]
+    # Each attack changes what the agent does: its episodes are not the unattacked ones.
+    natural = data["results"][0]["episodes"]
+    for attacked in data["results"][1:]:
+        assert attacked["episodes"] != natural, attacked["attack"]
 
 
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mc"])

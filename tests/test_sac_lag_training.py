@@ -74,6 +74,10 @@ def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
     data = cli_evaluate(run, tmp_path / "eval.json", "none,mc,mr")
     assert data["train_algo"] == "sac-lag" and data["train_alpha"] == 0.001
     assert [r["attack"] for r in data["results"]] == ["none", "mc", "mr"]
+    # Each attack changes what the agent does: its episodes are not the unattacked ones.
+    natural = data["results"][0]["episodes"]
+    for attacked in data["results"][1:]:
+        assert attacked["episodes"] != natural, attacked["attack"]
 
 
 def test_sac_alpha_is_set_from_the_command_line(tmp_path):
