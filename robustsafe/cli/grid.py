@@ -117,6 +117,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.appendix import write_appendix
+    from robustsafe.experiments.runs_table import write_runs_tables
     from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
     runs = Path(args.runs_dir)
@@ -126,6 +127,7 @@ def cmd_table(args: argparse.Namespace) -> int:
         table = collect_table(runs)
         print(format_markdown(table))
         paths = write_tables(runs, prefix, table=table)
+        paths += write_runs_tables(runs, prefix)
         if not args.no_appendix:
             paths += write_appendix(runs, prefix, table=table)
     except (FileNotFoundError, ValueError) as err:

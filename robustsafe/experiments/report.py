@@ -202,6 +202,7 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
     not be included). ValueError if ``runs_dir`` holds no run."""
     from robustsafe.experiments.appendix import write_appendix
     from robustsafe.experiments.plots import load_training_run, write_curves_figure
+    from robustsafe.experiments.runs_table import write_runs_tables
     from robustsafe.experiments.table import collect_table, write_tables
 
     root = Path(runs_dir)
@@ -230,6 +231,7 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
             table = collect_table(root)
             files = write_tables(root, tmp_dir / "table", table=table)
             files += write_appendix(root, tmp_dir / "table", table=table)
+            files += write_runs_tables(root, tmp_dir / "table")
         except (ValueError, FileNotFoundError) as err:
             notes.append(f"no tables: {err}")
             body.append(f"<p>No table: {html.escape(str(err))}</p>")

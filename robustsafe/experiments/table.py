@@ -163,6 +163,7 @@ class EvalFile:
     epsilons: dict[str, float]
     algo: str = "ppol"  # the learner; evaluations without ``train_algo`` are PPOL's
     actions: str | None = None  # the deterministic action the evaluation ran, as it records it
+    cost_limit: float | None = None  # the limit the evaluation recorded
 
 
 def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
@@ -231,7 +232,12 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
         episodes=episodes,
         epsilons=epsilons,
         actions=data.get("actions") if isinstance(data.get("actions"), str) else None,
+        cost_limit=float(limit) if _is_number(limit := data.get("cost_limit")) else None,
     )
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
 
 
 # ----------------------------------------------------------------------------- the table

@@ -1,0 +1,222 @@
+"""One row per evaluated run: the per-seed numbers behind Table 1's pooled cells.
+
+Table 1 pools the episodes of every seed of a method; whether a method holds on *every* seed
+(the targets of a reproduction) needs the runs one by one. For each ``eval.json`` under a
+directory: the natural reward and cost, the mean cost under each of the five attackers, the
+worst of them and whether it is within the cost limit the run was evaluated against (robust),
+and, from the run's ``metrics.csv`` beside it, the training-time episode cost of the stochastic
+policy over its last epochs (what the Lagrangian constrained).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+
+from robustsafe.experiments.table import (
+    AVERAGED_ATTACKS,
+    _algo_key,
+    _env_key,
+    _method_key,
+    find_eval_files,
+    load_eval_file,
+    method_name,
+)
+
+TRAIN_EPOCHS = 10  # the training cost averages the last this many epochs
+_TITLES = {"random": "Random", "mad": "MAD", "amad": "AMAD", "mc": "MC", "mr": "MR"}
+CSV_FIELDS = (
+    "env",
+    "method",
+    "seed",
+    "epsilon",
+    "natural_reward",
+    "natural_cost",
+    *(f"{a}_cost" for a in AVERAGED_ATTACKS),
+    "worst_attack",
+    "worst_cost",
+    "cost_limit",
+    "robust",
+    "train_cost",
+    "path",
+)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One evaluated run. Costs are episode means; ``None``: not evaluated / not recorded."""
+
+    env_id: str
+    method: str
+    seed: int | None
+    epsilon: float | None
+    natural_reward: float
+    natural_cost: float
+    attack_costs: dict[str, float]  # attacker -> mean cost, for the attackers evaluated
+    cost_limit: float | None
+    train_cost: float | None
+    path: Path
+
+    @property
+    def worst(self) -> tuple[str, float] | None:
+        """The attacker with the highest mean cost and that cost (the first on a tie)."""
+        if not self.attack_costs:
+            return None
+        name = max(self.attack_costs, key=lambda a: self.attack_costs[a])
+        return name, self.attack_costs[name]
+
+    @property
+    def robust(self) -> bool | None:
+        """Cost within the limit under all five attackers; None if one is missing or no limit."""
+        worst = self.worst
+        if (
+            self.cost_limit is None
+            or worst is None
+            or len(self.attack_costs) < len(AVERAGED_ATTACKS)
+        ):
+            return None
+        return worst[1] <= self.cost_limit
+
+
+def training_cost(metrics_csv: Path, epochs: int = TRAIN_EPOCHS) -> float | None:
+    """Mean training episode cost (``ep_cost``) over the last ``epochs`` rows of a run's
+    ``metrics.csv``, leaving out the epochs that finished no episode (NaN); None if the file is
+    missing or unreadable, or no such epoch has a cost."""
+    try:
+        with metrics_csv.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        costs = [float(r["ep_cost"]) for r in rows[-epochs:] if r.get("ep_cost") not in (None, "")]
+    except (OSError, KeyError, ValueError):
+        return None
+    costs = [c for c in costs if not math.isnan(c)]
+    return statistics.mean(costs) if costs else None
+
+
+def collect_runs(runs_dir: str | PathLike) -> tuple[list[RunRow], list[str]]:
+    """Every evaluated run under ``runs_dir`` with a natural evaluation, in Table 1's order
+    (env, learner, method, seed), and notes on the files left out."""
+    notes: list[str] = []
+    keyed: list[tuple[tuple, RunRow]] = []
+    for path in find_eval_files(runs_dir):
+        try:
+            ev = load_eval_file(path)
+        except ValueError as err:
+            notes.append(f"left out {err}")
+            continue
+        if "none" not in ev.episodes or not ev.episodes["none"]:
+            notes.append(f"left out {path}: no natural evaluation")
+            continue
+        natural = ev.episodes["none"]
+        row = RunRow(
+            env_id=ev.env_id,
+            method=method_name(ev.mode, ev.algo),
+            seed=ev.train_seed,
+            epsilon=max((ev.epsilons[a] for a in ev.epsilons if a != "none"), default=None),
+            natural_reward=statistics.mean([r for r, _ in natural]),
+            natural_cost=statistics.mean([c for _, c in natural]),
+            attack_costs={
+                a: statistics.mean([c for _, c in ev.episodes[a]])
+                for a in AVERAGED_ATTACKS
+                if ev.episodes.get(a)
+            },
+            cost_limit=ev.cost_limit,
+            train_cost=training_cost(path.parent / "metrics.csv"),
+            path=path.parent,
+        )
+        seed_key = (0, ev.train_seed) if ev.train_seed is not None else (1, 0)
+        keyed.append(
+            ((_env_key(ev.env_id), _algo_key(ev.algo), _method_key(ev.mode), seed_key), row)
+        )
+    keyed.sort(key=lambda kr: (kr[0], str(kr[1].path)))
+    return [row for _, row in keyed], notes
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = None) -> str:
+    """A Markdown table, one line per run; paths relative to ``root`` where given."""
+    head = ["Env", "Method", "Seed", "Natural reward", "Natural cost"]
+    head += [f"{_TITLES[a]} cost" for a in AVERAGED_ATTACKS]
+    head += ["Worst cost", "Robust", f"Train cost (last {TRAIN_EPOCHS})", "Run"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---" + "|---:" * (len(head) - 4) + "|---|"]
+    for r in rows:
+        worst = r.worst
+        robust = {True: "yes", False: "**no**", None: "-"}[r.robust]
+        over = r.train_cost is not None and r.cost_limit is not None and r.train_cost > r.cost_limit
+        cells = [
+            r.env_id,
+            r.method,
+            "-" if r.seed is None else str(r.seed),
+            _num(r.natural_reward, 1),
+            _num(r.natural_cost),
+            *(_num(r.attack_costs.get(a)) for a in AVERAGED_ATTACKS),
+            "-" if worst is None else f"{worst[1]:.2f} ({_TITLES[worst[0]]})",
+            robust,
+            (f"**{r.train_cost:.2f}**" if over else _num(r.train_cost)),
+            str(r.path.relative_to(root)) if root is not None else str(r.path),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    legend = (
+        "One run per line: episode means of its evaluation (natural, then the cost under each "
+        "attacker at its epsilon). Robust: cost within the run's cost limit under all five "
+        'attackers ("-": one not evaluated). Train cost: the stochastic policy\'s mean training '
+        f"episode cost over the last {TRAIN_EPOCHS} epochs of its metrics.csv (epochs that "
+        "finished no episode left out); bold: above the cost limit."
+    )
+    return "\n".join(lines) + "\n\n" + legend + "\n"
+
+
+def format_runs_csv(rows: Sequence[RunRow], root: str | PathLike | None = None) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for r in rows:
+        worst = r.worst
+        w.writerow(
+            [
+                r.env_id,
+                r.method,
+                "" if r.seed is None else r.seed,
+                "" if r.epsilon is None else r.epsilon,
+                repr(r.natural_reward),
+                repr(r.natural_cost),
+                *(
+                    "" if a not in r.attack_costs else repr(r.attack_costs[a])
+                    for a in AVERAGED_ATTACKS
+                ),
+                "" if worst is None else worst[0],
+                "" if worst is None else repr(worst[1]),
+                "" if r.cost_limit is None else r.cost_limit,
+                "" if r.robust is None else int(r.robust),
+                "" if r.train_cost is None else repr(r.train_cost),
+                str(r.path.relative_to(root)) if root is not None else str(r.path),
+            ]
+        )
+    return buf.getvalue()
+
+
+def write_runs_tables(runs_dir: str | PathLike, out_prefix: str | PathLike) -> list[Path]:
+    """Write ``<prefix>-runs.md`` and ``<prefix>-runs.csv``; returns the paths (none if no run)."""
+    rows, _ = collect_runs(runs_dir)
+    if not rows:
+        return []
+    prefix = Path(out_prefix)
+    paths = []
+    for suffix, text in (
+        ("-runs.md", format_runs_markdown(rows, root=runs_dir)),
+        ("-runs.csv", format_runs_csv(rows, root=runs_dir)),
+    ):
+        path = prefix.with_name(prefix.name + suffix)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+        paths.append(path)
+    return paths

@@ -1,0 +1,110 @@
+"""The per-run table (``robustsafe table`` -> ``table-runs.md`` / ``.csv``) from synthetic runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from markdown_cells import markdown_tables
+from test_experiments_table import uniform, write_eval
+
+from robustsafe.experiments.runs_table import collect_runs, format_runs_csv, training_cost
+
+
+def write_metrics(run: Path, costs: list[str]) -> None:
+    """A metrics.csv whose ep_cost column is ``costs`` (strings as train.py writes them)."""
+    lines = ["epoch,ep_cost"] + [f"{i + 1},{c}" for i, c in enumerate(costs)]
+    (run / "metrics.csv").write_text("\n".join(lines) + "\n")
+
+
+def with_limit(path: Path, limit: float) -> None:
+    data = json.loads(path.read_text())
+    data["cost_limit"] = limit
+    path.write_text(json.dumps(data))
+
+
+def test_training_cost_averages_the_last_ten_epochs_with_an_episode(tmp_path):
+    # 12 epochs: the first two fall outside the window; "nan" (no finished episode) is skipped
+    write_metrics(tmp_path, ["100", "100", "1", "2", "nan", "3", "4", "5", "6", "7", "8", "9"])
+    assert training_cost(tmp_path / "metrics.csv") == (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9) / 9
+    write_metrics(tmp_path, ["nan", "nan"])
+    assert training_cost(tmp_path / "metrics.csv") is None
+    assert training_cost(tmp_path / "missing.csv") is None
+
+
+def test_one_row_per_run_with_worst_attacker_robustness_and_training_cost(tmp_path):
+    robust = uniform(300.0, 0.0)
+    robust["mc"] = [(250.0, 4.0), (250.0, 6.0)]  # mean 5.0: at the limit is robust
+    broken = uniform(400.0, 1.0)
+    broken["mr"] = [(500.0, 30.0), (500.0, 10.0)]  # mean 20.0, the worst
+    broken["mad"] = [(380.0, 2.0), (380.0, 4.0)]
+    missing_one = uniform(350.0, 0.0)
+    del missing_one["amad"]
+    paths = [
+        write_eval(tmp_path, "adv-mc", 1, robust),
+        write_eval(tmp_path, "vanilla", 0, broken),
+        write_eval(tmp_path, "adv-mc", 0, missing_one),
+    ]
+    for p in paths:
+        with_limit(p, 5.0)
+    write_metrics(paths[0].parent, ["9"] * 5 + ["6"] * 10)  # last 10: 6.0 > 5
+    write_metrics(paths[1].parent, ["4.5"] * 10)
+
+    rows, notes = collect_runs(tmp_path)
+    assert notes == []
+    # Table 1's order: PPOL-vanilla before ADV-PPOL(MC), seeds ascending
+    assert [(r.method, r.seed) for r in rows] == [
+        ("PPOL-vanilla", 0),
+        ("ADV-PPOL(MC)", 0),
+        ("ADV-PPOL(MC)", 1),
+    ]
+    vanilla, adv0, adv1 = rows
+    assert vanilla.natural_reward == 400.0 and vanilla.natural_cost == 1.0
+    assert vanilla.attack_costs["mad"] == 3.0
+    assert vanilla.worst == ("mr", 20.0) and vanilla.robust is False
+    assert vanilla.train_cost == 4.5
+    assert adv1.worst == ("mc", 5.0) and adv1.robust is True
+    assert adv1.train_cost == 6.0
+    assert "amad" not in adv0.attack_costs and adv0.robust is None  # not judged on four
+    assert adv0.train_cost is None  # no metrics.csv
+    assert adv0.epsilon == 0.05
+
+    text = _cli_table(tmp_path)
+    (table,) = [t for t in markdown_tables(text) if t[0][0] == "Env"]
+    header, body = table[0], table[1:]
+    cells = [dict(zip(header, line, strict=True)) for line in body]
+    assert [c["Method"] for c in cells] == ["PPOL-vanilla", "ADV-PPOL(MC)", "ADV-PPOL(MC)"]
+    assert cells[0]["Worst cost"] == "20.00 (MR)" and cells[0]["Robust"] == "no"
+    assert cells[1]["AMAD cost"] == "-" and cells[1]["Robust"] == "-"
+    assert cells[2]["Robust"] == "yes" and cells[2]["Train cost (last 10)"] == "6.00"
+    assert "**6.00**" in text and "**4.50**" not in text  # bold: above the limit only
+    assert cells[2]["Run"] == str(Path("SafetyCarRun-v0/adv-mc/seed1"))
+
+    parsed = list(csv.DictReader(io.StringIO(format_runs_csv(rows, root=tmp_path))))
+    assert [p["robust"] for p in parsed] == ["0", "", "1"]
+    assert float(parsed[0]["mr_cost"]) == 20.0 and parsed[1]["amad_cost"] == ""
+
+
+def test_a_run_without_natural_evaluation_is_left_out_with_a_note(tmp_path):
+    only_attacks = uniform(1.0, 1.0)
+    del only_attacks["none"]
+    write_eval(tmp_path, "vanilla", 0, only_attacks)
+    write_eval(tmp_path, "vanilla", 1, uniform(2.0, 0.0))
+    rows, notes = collect_runs(tmp_path)
+    assert [r.seed for r in rows] == [1]
+    assert len(notes) == 1 and "no natural evaluation" in notes[0]
+
+
+def _cli_table(root: Path) -> str:
+    """``robustsafe table ROOT --no-appendix`` and the per-run Markdown file it writes."""
+    subprocess.run(
+        [sys.executable, "-m", "robustsafe.cli", "table", str(root), "--no-appendix"],
+        check=True,
+        capture_output=True,
+    )
+    assert (root / "table-runs.csv").is_file()
+    return (root / "table-runs.md").read_text()
