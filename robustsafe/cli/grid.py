@@ -127,7 +127,7 @@ def cmd_table(args: argparse.Namespace) -> int:
         table = collect_table(runs)
         print(format_markdown(table))
         paths = write_tables(runs, prefix, table=table)
-        paths += write_runs_tables(runs, prefix)
+        paths += write_runs_tables(runs, prefix, table=table)
         if not args.no_appendix:
             paths += write_appendix(runs, prefix, table=table)
     except (FileNotFoundError, ValueError) as err:

@@ -231,7 +231,7 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
             table = collect_table(root)
             files = write_tables(root, tmp_dir / "table", table=table)
             files += write_appendix(root, tmp_dir / "table", table=table)
-            files += write_runs_tables(root, tmp_dir / "table")
+            files += write_runs_tables(root, tmp_dir / "table", table=table)
         except (ValueError, FileNotFoundError) as err:
             notes.append(f"no tables: {err}")
             body.append(f"<p>No table: {html.escape(str(err))}</p>")

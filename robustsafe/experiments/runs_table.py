@@ -21,9 +21,11 @@ from pathlib import Path
 
 from robustsafe.experiments.table import (
     AVERAGED_ATTACKS,
+    ResultsTable,
     _algo_key,
     _env_key,
     _method_key,
+    collect_table,
     find_eval_files,
     load_eval_file,
     method_name,
@@ -44,6 +46,7 @@ CSV_FIELDS = (
     "cost_limit",
     "robust",
     "train_cost",
+    "failing",
     "path",
 )
 
@@ -62,6 +65,7 @@ class RunRow:
     cost_limit: float | None
     train_cost: float | None
     path: Path
+    failing: bool = False  # Table 1's failing agent (its method's row is starred there)
 
     @property
     def worst(self) -> tuple[str, float] | None:
@@ -98,9 +102,14 @@ def training_cost(metrics_csv: Path, epochs: int = TRAIN_EPOCHS) -> float | None
     return statistics.mean(costs) if costs else None
 
 
-def collect_runs(runs_dir: str | PathLike) -> tuple[list[RunRow], list[str]]:
+def collect_runs(
+    runs_dir: str | PathLike, table: ResultsTable | None = None
+) -> tuple[list[RunRow], list[str]]:
     """Every evaluated run under ``runs_dir`` with a natural evaluation, in Table 1's order
-    (env, learner, method, seed), and notes on the files left out."""
+    (env, learner, method, seed), and notes on the files left out. A run of a method that
+    Table 1 (``table``, default ``collect_table(runs_dir)``) stars as failing is marked so."""
+    table = table if table is not None else collect_table(runs_dir)
+    failing = {(r.env_id, r.algo, r.mode) for r in table.rows if r.failing}
     notes: list[str] = []
     keyed: list[tuple[tuple, RunRow]] = []
     for path in find_eval_files(runs_dir):
@@ -128,6 +137,7 @@ def collect_runs(runs_dir: str | PathLike) -> tuple[list[RunRow], list[str]]:
             cost_limit=ev.cost_limit,
             train_cost=training_cost(path.parent / "metrics.csv"),
             path=path.parent,
+            failing=(ev.env_id, ev.algo, ev.mode) in failing,
         )
         seed_key = (0, ev.train_seed) if ev.train_seed is not None else (1, 0)
         keyed.append(
@@ -153,7 +163,7 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
         over = r.train_cost is not None and r.cost_limit is not None and r.train_cost > r.cost_limit
         cells = [
             r.env_id,
-            r.method,
+            r.method + ("*" if r.failing else ""),
             "-" if r.seed is None else str(r.seed),
             _num(r.natural_reward, 1),
             _num(r.natural_cost),
@@ -169,7 +179,9 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
         "attacker at its epsilon). Robust: cost within the run's cost limit under all five "
         'attackers ("-": one not evaluated). Train cost: the stochastic policy\'s mean training '
         f"episode cost over the last {TRAIN_EPOCHS} epochs of its metrics.csv (epochs that "
-        "finished no episode left out); bold: above the cost limit."
+        "finished no episode left out); bold: above the cost limit. * a method Table 1 stars as "
+        "failing (natural reward below 30% of its learner's vanilla agent's on the env): its "
+        "low costs are no robustness."
     )
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
@@ -197,15 +209,19 @@ def format_runs_csv(rows: Sequence[RunRow], root: str | PathLike | None = None) 
                 "" if r.cost_limit is None else r.cost_limit,
                 "" if r.robust is None else int(r.robust),
                 "" if r.train_cost is None else repr(r.train_cost),
+                int(r.failing),
                 str(r.path.relative_to(root)) if root is not None else str(r.path),
             ]
         )
     return buf.getvalue()
 
 
-def write_runs_tables(runs_dir: str | PathLike, out_prefix: str | PathLike) -> list[Path]:
-    """Write ``<prefix>-runs.md`` and ``<prefix>-runs.csv``; returns the paths (none if no run)."""
-    rows, _ = collect_runs(runs_dir)
+def write_runs_tables(
+    runs_dir: str | PathLike, out_prefix: str | PathLike, table: ResultsTable | None = None
+) -> list[Path]:
+    """Write ``<prefix>-runs.md`` and ``<prefix>-runs.csv``; returns the paths (none if no run).
+    ``table``: Table 1 of the same runs, if already built."""
+    rows, _ = collect_runs(runs_dir, table)
     if not rows:
         return []
     prefix = Path(out_prefix)

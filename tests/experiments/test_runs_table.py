@@ -12,7 +12,12 @@ from pathlib import Path
 from markdown_cells import markdown_tables
 from test_experiments_table import uniform, write_eval
 
-from robustsafe.experiments.runs_table import collect_runs, format_runs_csv, training_cost
+from robustsafe.experiments.runs_table import (
+    collect_runs,
+    format_runs_csv,
+    format_runs_markdown,
+    training_cost,
+)
 
 
 def write_metrics(run: Path, costs: list[str]) -> None:
@@ -108,3 +113,17 @@ def _cli_table(root: Path) -> str:
     )
     assert (root / "table-runs.csv").is_file()
     return (root / "table-runs.md").read_text()
+
+
+def test_runs_of_a_failing_method_are_starred_as_in_table_1(tmp_path):
+    write_eval(tmp_path, "vanilla", 0, uniform(100.0, 0.0))
+    write_eval(tmp_path, "sa-mr", 0, uniform(29.0, 0.0))  # below 30% of vanilla's 100
+    write_eval(tmp_path, "sa-mc", 0, uniform(31.0, 0.0))
+    rows, _ = collect_runs(tmp_path)
+    assert {r.method: r.failing for r in rows} == {
+        "PPOL-vanilla": False,
+        "SA-PPOL(MC)": False,
+        "SA-PPOL(MR)": True,
+    }
+    methods = [line[1] for line in markdown_tables(format_runs_markdown(rows))[0][1:]]
+    assert methods == ["PPOL-vanilla", "SA-PPOL(MC)", "SA-PPOL(MR)*"]
