@@ -3,7 +3,8 @@
 For every run ``<root>/<env>/<mode>/seed<S>/`` with an ``eval.json`` under the given grid roots:
 
 - ``eval.json``, ``config.yaml`` and ``metrics.csv`` (and ``eval-appendix.json`` /
-  ``eval-xi.json`` where ``grid --appendix`` wrote them) go to ``<results>/<env>/<mode>/seed<S>/``
+  ``eval-xi.json`` where ``grid --appendix`` wrote them, ``provenance.json`` where the run has
+  it) go to ``<results>/<env>/<mode>/seed<S>/``
   (what ``robustsafe table`` and ``benchmarks/training_time.py`` read, so the committed table
   can be regenerated from the committed files);
 - for the zoo seed (default 0), also ``agent.pt``: ``zoo/<env>/<mode>/`` gets the agent, its
@@ -36,8 +37,10 @@ from robustsafe.evaluate import write_json_atomic
 from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
 RUN_FILES = ("eval.json", "config.yaml", "metrics.csv")
-# The appendix's evaluations (grid --appendix), copied where the run has them.
-EXTRA_FILES = ("eval-appendix.json", "eval-xi.json")
+# The appendix's evaluations (grid --appendix) and the code of each start (runs trained since
+# provenance was recorded), copied where the run has them.
+APPENDIX_FILES = ("eval-appendix.json", "eval-xi.json")
+EXTRA_FILES = (*APPENDIX_FILES, "provenance.json")
 README_START, README_END = "<!-- table1:start -->", "<!-- table1:end -->"
 ZOO_FILES = ("agent.pt", *RUN_FILES)
 
@@ -75,7 +78,7 @@ def relabel_actions(run: Path) -> list[Path]:
     if label == legacy:
         return []
     changed = []
-    for name in ("eval.json", *EXTRA_FILES):
+    for name in ("eval.json", *APPENDIX_FILES):
         path = run / name
         if not path.exists():
             continue

@@ -9,6 +9,7 @@
                            multiplier), the Q critics and their replay buffer, random-generator
                            states, the collector's episodes, the epoch counter
     status.json            epochs done, cheap to read (``run_status``)
+    provenance.json        the code of each start and resume (``robustsafe.provenance``)
 
 Every file is written atomically (``runstate``). The training loop is ``robustsafe.train``.
 """
@@ -204,6 +205,7 @@ RUN_FILES = (
     "agent.pt",
     "state.pt",
     "status.json",
+    "provenance.json",
     "checkpoints",
     "tb",
     "eval.json",
@@ -211,7 +213,7 @@ RUN_FILES = (
     "eval_sweep.png",
 )
 # What a run that died before its first epoch ended leaves (with the grid's log): restartable.
-_RESTARTABLE = {LOCK_NAME, "config.yaml", "tb", "train.log"}
+_RESTARTABLE = {LOCK_NAME, "config.yaml", "provenance.json", "tb", "train.log"}
 
 
 def check_resumable(out: Path) -> None:

@@ -30,6 +30,7 @@ from robustsafe.config import OFF_POLICY_ALGOS, TrainConfig, to_dict
 from robustsafe.critics import CriticTrainer, QCritics
 from robustsafe.envs import BULLET_IDS, VectorEnv
 from robustsafe.learners import OffPolicyLearner, OnPolicyLearner, make_learner
+from robustsafe.provenance import record_start
 from robustsafe.robust import RobustHooks, gaussian_kl
 from robustsafe.rollout import Collector, CollectResult, Perturbation, join_results
 from robustsafe.rundir import (
@@ -226,6 +227,7 @@ def _train(
         t_upd = 0.0
         if resume:
             start_epoch, env_steps, elapsed = parts.load(state_path)
+        record_start(out, start_epoch)  # provenance.json: the code of this start / resume
 
         metrics_csv = MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
         from torch.utils.tensorboard import SummaryWriter

@@ -6,6 +6,7 @@ from tiny_config import tiny_config
 
 from robustsafe.agent import load_agent, save_agent
 from robustsafe.cli import main
+from robustsafe.provenance import code_version
 from robustsafe.train import train
 
 
@@ -152,6 +153,7 @@ def test_evaluate_deterministic_action_override(toy_run, tmp_path, capsys):
         )
         for ep in data["results"][0]["episodes"]:
             assert ep["reward"] == pytest.approx(20 * float(action), abs=1e-4)
+        assert data["code"] == code_version()  # the code that ran the episodes
     sac_cfg = tiny_config(agent.config.env_id, algo="sac-lag")
     actor, v_r, v_c, critics, _ = build_networks(sac_cfg, agent.obs_dim, agent.act_dim)
     sac_path = tmp_path / "sac.pt"

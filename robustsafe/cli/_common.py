@@ -10,6 +10,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from robustsafe.provenance import code_version
+
 
 class CLIError(Exception):
     """A user error: printed as one line, exit status 2."""
@@ -137,8 +139,8 @@ def set_deterministic_action(agent, kind: str | None) -> None:
 
 
 def _agent_eval_fields(args: argparse.Namespace, agent) -> dict:
-    """What an evaluation file (evaluate, xi-sweep) records of the agent and of its episodes, in
-    this order."""
+    """What an evaluation file (evaluate, xi-sweep) records of the agent, of its episodes and of
+    the code that ran them, in this order."""
     return {
         "agent_epoch": agent.epoch,
         "train_algo": agent.config.algo,
@@ -151,6 +153,7 @@ def _agent_eval_fields(args: argparse.Namespace, agent) -> dict:
         "attack_seed": args.attack_seed,
         "actions": deterministic_label(agent.actor),
         "epsilon_space": args.attack_space,
+        "code": code_version(),
     }
 
 

@@ -20,6 +20,7 @@ from robustsafe.cli._common import (
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
 from robustsafe.config import MAX_EPSILON
 from robustsafe.nets import DETERMINISTIC_ACTIONS
+from robustsafe.provenance import code_version
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -252,6 +253,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
         "attack_seed": args.attack_seed,
         "actions": "deterministic",
         "epsilon_space": "raw",
+        "code": code_version(),
         "xi": args.xi,
         "results": [r.to_dict() for r in results],
     }

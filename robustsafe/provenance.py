@@ -1,0 +1,93 @@
+"""Which code produced a result: RobustSafe's version, the git commit of the checkout it runs
+from (and whether the package's files differ from that commit), and the versions of the
+libraries the numbers depend on.
+
+Every run directory records it in ``provenance.json``, one entry per start or resume (a run
+resumed under other code says so), and every evaluation file under ``code``. The commit is
+read only where the package's own files are tracked by git (an editable install from a
+clone); installed from a wheel, ``commit`` is None and the version says which release it is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import importlib.metadata
+import json
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from robustsafe import __version__
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+LIBRARIES = ("torch", "numpy", "gymnasium", "bullet-safety-gym")
+PROVENANCE_NAME = "provenance.json"
+
+
+def _git(directory: Path, *args: str) -> str | None:
+    """``git -C DIRECTORY ARGS`` output, or None where git is missing or fails."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(directory), *args],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def _library_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def git_state(package_dir: Path) -> tuple[str | None, bool | None]:
+    """(commit, modified) of the git checkout that tracks ``package_dir/__init__.py``:
+    ``modified`` is whether the package's tracked files differ from the commit. (None, None)
+    where git does not track the package (a wheel install, no git)."""
+    if _git(package_dir, "ls-files", "--error-unmatch", "__init__.py") is None:
+        return None, None
+    commit = _git(package_dir, "rev-parse", "HEAD")
+    if not commit:
+        return None, None
+    status = _git(package_dir, "status", "--porcelain", "--untracked-files=no", "--", ".")
+    return commit, None if status is None else bool(status)
+
+
+@functools.cache
+def code_version() -> dict[str, Any]:
+    """The code this process runs (read once per process)."""
+    commit, modified = git_state(PACKAGE_DIR)
+    info: dict[str, Any] = {
+        "robustsafe": __version__,
+        "commit": commit,
+        "modified": modified,
+        "python": platform.python_version(),
+    }
+    info.update({name: _library_version(name) for name in LIBRARIES})
+    return info
+
+
+def record_start(run_dir: Path, start_epoch: int) -> None:
+    """Append this process's code to ``run_dir/provenance.json`` as the start (``start_epoch``
+    0) or resume of the run; a fresh start replaces what an earlier run there wrote."""
+    path = Path(run_dir) / PROVENANCE_NAME
+    starts: list[dict[str, Any]] = []
+    if start_epoch > 0 and path.exists():
+        try:
+            loaded = json.loads(path.read_text())
+            starts = [s for s in loaded.get("starts", []) if isinstance(s, dict)]
+        except (OSError, ValueError, AttributeError):
+            starts = []  # damaged: begin again rather than lose the run
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    starts.append({"start_epoch": start_epoch, "time": now, **code_version()})
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({"starts": starts}, indent=2) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,74 @@
+"""Provenance: the git state of a package checkout, and a run's record of each start / resume."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from tiny_config import tiny_config
+
+from robustsafe.provenance import code_version, git_state
+from robustsafe.train import train
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _git(repo, *args):
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env |= {"GIT_COMMITTER_EMAIL": "t@t", "HOME": str(repo), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
+
+
+@needs_git
+def test_git_state_names_the_commit_and_whether_the_package_files_differ(tmp_path):
+    repo = tmp_path / "repo"
+    pkg = repo / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("x = 1\n")
+    (repo / "README").write_text("r\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "one")
+    head = _git(repo, "rev-parse", "HEAD")
+    assert git_state(pkg) == (head, False)
+    (repo / "README").write_text("changed outside the package\n")
+    (pkg / "new_untracked.py").write_text("y = 2\n")
+    assert git_state(pkg) == (head, False)  # neither changes the package's tracked files
+    (pkg / "__init__.py").write_text("x = 2\n")
+    assert git_state(pkg) == (head, True)
+    elsewhere = repo / "venv" / "pkg"  # e.g. installed into a venv inside someone's repo
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "__init__.py").write_text("")
+    assert git_state(elsewhere) == (None, None)
+    assert git_state(tmp_path / "not-a-repo") == (None, None)
+
+
+def test_code_version_records_the_versions_results_depend_on():
+    info = code_version()
+    import torch
+
+    import robustsafe
+
+    assert info["robustsafe"] == robustsafe.__version__
+    assert info["torch"] == torch.__version__
+    assert info["commit"] is None or len(info["commit"]) == 40
+
+
+@pytest.mark.filterwarnings("ignore:epoch 1 finished no episode")
+def test_a_run_records_the_code_of_its_start_and_of_each_resume(tmp_path, toy_env_id):
+    cfg = tiny_config(toy_env_id, epochs=3)
+    run = tmp_path / "run"
+    train(cfg, run, progress=False, stop_after_epoch=1)
+    train(cfg, run, resume=True, progress=False, stop_after_epoch=2)
+    train(cfg, run, resume=True, progress=False)
+    starts = json.loads((run / "provenance.json").read_text())["starts"]
+    assert [s["start_epoch"] for s in starts] == [0, 1, 2]
+    assert all(s["commit"] == code_version()["commit"] for s in starts)
+    # a fresh start in the same directory (--force) begins a new record
+    train(cfg, run, progress=False, force=True)
+    starts = json.loads((run / "provenance.json").read_text())["starts"]
+    assert [s["start_epoch"] for s in starts] == [0]
