@@ -29,6 +29,7 @@ from robustsafe.experiments.table import (
     find_eval_files,
     load_eval_file,
     method_name,
+    write_prefixed,
 )
 
 TRAIN_EPOCHS = 10  # the training cost averages the last this many epochs
@@ -224,15 +225,10 @@ def write_runs_tables(
     rows, _ = collect_runs(runs_dir, table)
     if not rows:
         return []
-    prefix = Path(out_prefix)
-    paths = []
-    for suffix, text in (
-        ("-runs.md", format_runs_markdown(rows, root=runs_dir)),
-        ("-runs.csv", format_runs_csv(rows, root=runs_dir)),
-    ):
-        path = prefix.with_name(prefix.name + suffix)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-        paths.append(path)
-    return paths
+    return write_prefixed(
+        out_prefix,
+        (
+            ("-runs.md", format_runs_markdown(rows, root=runs_dir)),
+            ("-runs.csv", format_runs_csv(rows, root=runs_dir)),
+        ),
+    )

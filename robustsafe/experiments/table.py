@@ -707,15 +707,23 @@ def write_tables(
     ``table`` defaults to ``collect_table(runs_dir)``.
     """
     table = table if table is not None else collect_table(runs_dir)
+    return write_prefixed(
+        out_prefix,
+        (
+            (".md", format_markdown(table)),
+            (".csv", format_csv(table)),
+            (".tex", format_latex(table)),
+            ("-costs.md", format_markdown(table, costs_only=True)),
+        ),
+    )
+
+
+def write_prefixed(out_prefix: str | PathLike, texts: Iterable[tuple[str, str]]) -> list[Path]:
+    """Write each (suffix, text) to ``<prefix><suffix>`` atomically; returns the paths."""
     prefix = Path(out_prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     paths = []
-    for suffix, text in (
-        (".md", format_markdown(table)),
-        (".csv", format_csv(table)),
-        (".tex", format_latex(table)),
-        ("-costs.md", format_markdown(table, costs_only=True)),
-    ):
+    for suffix, text in texts:
         path = prefix.with_name(prefix.name + suffix)
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(text)
