@@ -152,6 +152,16 @@ def _num(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def _worst_text(row: RunRow) -> str:
+    """``12.30 (MR)``; the attackers tied at the highest cost, or ``all`` where every one is."""
+    worst = row.worst
+    if worst is None:
+        return "-"
+    tied = [a for a in AVERAGED_ATTACKS if row.attack_costs.get(a) == worst[1]]
+    names = "all" if len(tied) == len(AVERAGED_ATTACKS) else ", ".join(_TITLES[a] for a in tied)
+    return f"{worst[1]:.2f} ({names})"
+
+
 def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = None) -> str:
     """A Markdown table, one line per run; paths relative to ``root`` where given."""
     head = ["Env", "Method", "Seed", "Natural reward", "Natural cost"]
@@ -159,7 +169,6 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
     head += ["Worst cost", "Robust", f"Train cost (last {TRAIN_EPOCHS})", "Run"]
     lines = ["| " + " | ".join(head) + " |", "|---|---|---" + "|---:" * (len(head) - 4) + "|---|"]
     for r in rows:
-        worst = r.worst
         robust = {True: "yes", False: "**no**", None: "-"}[r.robust]
         over = r.train_cost is not None and r.cost_limit is not None and r.train_cost > r.cost_limit
         cells = [
@@ -169,7 +178,7 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
             _num(r.natural_reward, 1),
             _num(r.natural_cost),
             *(_num(r.attack_costs.get(a)) for a in AVERAGED_ATTACKS),
-            "-" if worst is None else f"{worst[1]:.2f} ({_TITLES[worst[0]]})",
+            _worst_text(r),
             robust,
             (f"**{r.train_cost:.2f}**" if over else _num(r.train_cost)),
             str(r.path.relative_to(root)) if root is not None else str(r.path),

@@ -125,5 +125,16 @@ def test_runs_of_a_failing_method_are_starred_as_in_table_1(tmp_path):
         "SA-PPOL(MC)": False,
         "SA-PPOL(MR)": True,
     }
-    methods = [line[1] for line in markdown_tables(format_runs_markdown(rows))[0][1:]]
-    assert methods == ["PPOL-vanilla", "SA-PPOL(MC)", "SA-PPOL(MR)*"]
+    lines = markdown_tables(format_runs_markdown(rows))[0]
+    assert [line[1] for line in lines[1:]] == ["PPOL-vanilla", "SA-PPOL(MC)", "SA-PPOL(MR)*"]
+    worst = lines[0].index("Worst cost")
+    assert lines[1][worst] == "0.00 (all)"  # no attacker is named the worst of equals
+
+
+def test_attackers_tied_at_the_worst_cost_are_all_named(tmp_path):
+    tied = uniform(100.0, 1.0)
+    tied["mc"] = tied["mr"] = [(90.0, 7.0), (90.0, 9.0)]
+    write_eval(tmp_path, "vanilla", 0, tied)
+    rows, _ = collect_runs(tmp_path)
+    lines = markdown_tables(format_runs_markdown(rows))[0]
+    assert lines[1][lines[0].index("Worst cost")] == "8.00 (MC, MR)"
