@@ -7,7 +7,11 @@ load:
   are modelled from their raw rate relative to the reference task's;
 - a few epochs of ``vanilla`` on the reference task under ``fast`` and under ``paper``: the
   ratio of their update time per env step is the paper preset's update factor (full-batch,
-  80-pass updates on 40,000-80,000-step epochs against fast's 10 minibatch passes).
+  80-pass updates on 40,000-80,000-step epochs against fast's 10 minibatch passes);
+- an evaluation of the fast run's agent as ``robustsafe evaluate`` runs it (10 envs in 2
+  worker processes, float64), timed per attacker: its seconds per env step over the fast
+  training's env + policy seconds per step are the evaluation factors, natural / random and
+  gradient attackers (``--eval-only`` measures these alone and keeps the file's other values).
 
     python benchmarks/compute_calibration.py --out benchmarks/results/compute/calibration.json
 
@@ -55,10 +59,17 @@ def raw_rate(env_id: str, seconds: float, num_envs: int = 20, workers: int = 2) 
         return steps / (time.perf_counter() - t0)
 
 
-def train_split(env_id: str, preset: str, epochs: int, skip: int) -> dict[str, float]:
-    """Per-env-step seconds of each part, over the epochs after the first ``skip``."""
+CHEAP_ATTACKS = ("none", "random")
+GRADIENT_ATTACKS = ("mad", "amad", "mc", "mr")
+
+
+def train_split(
+    env_id: str, preset: str, epochs: int, skip: int, out: Path | None = None
+) -> dict[str, float]:
+    """Per-env-step seconds of each part, over the epochs after the first ``skip``; the run is
+    kept in ``out`` where given."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run"
+        out = out if out is not None else Path(tmp) / "run"
         cmd = [sys.executable, "-m", "robustsafe.cli", "train", "--env", env_id]
         cmd += ["--preset", preset, "--epochs", str(epochs), "--out", str(out), "--no-progress"]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -76,20 +87,81 @@ def train_split(env_id: str, preset: str, epochs: int, skip: int) -> dict[str, f
     return parts
 
 
+def eval_split(run: Path, episodes: int) -> dict[str, float]:
+    """Seconds per env step of evaluating ``run``'s agent the way ``robustsafe evaluate`` does
+    (10 envs in 2 worker processes), per attacker. An attacker's time is that of a natural +
+    attacked evaluation less the natural one's (every evaluation runs natural episodes first)."""
+    import torch
+
+    from robustsafe.agent import load_agent
+    from robustsafe.evaluate import evaluate_agent
+
+    torch.set_num_threads(1)  # as robustsafe evaluate runs
+    agent = load_agent(run / "agent.pt")
+    with VectorEnv(agent.config.env_id, min(10, episodes), seed=0, workers=2) as vec:
+
+        def timed(attacks: tuple[str, ...]) -> tuple[float, int]:
+            t0 = time.perf_counter()
+            results = evaluate_agent(agent, vec, episodes, attacks=attacks)
+            return time.perf_counter() - t0, sum(e.length for e in results[-1].episodes)
+
+        t_natural, steps = timed(("none",))
+        out = {"none": t_natural / steps}
+        for attack in (*CHEAP_ATTACKS[1:], *GRADIENT_ATTACKS):
+            seconds, steps = timed(("none", attack))
+            out[attack] = max(seconds - t_natural, 0.0) / steps
+            print(attack, f"{1e6 * out[attack]:.0f} us/step", flush=True)
+    return out
+
+
+def eval_factors(run: Path, fast: dict[str, float], episodes: int) -> dict[str, object]:
+    per_step = eval_split(run, episodes)
+    base = fast["time_env"] + fast["time_policy"]
+    return {
+        "eval_seconds_per_step": per_step,
+        "eval_episodes": episodes,
+        "eval_cheap_factor": float(np.mean([per_step[a] for a in CHEAP_ATTACKS])) / base,
+        "eval_gradient_factor": float(np.mean([per_step[a] for a in GRADIENT_ATTACKS])) / base,
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", default="benchmarks/results/compute/calibration.json")
     p.add_argument("--reference", default="SafetyCarCircle-v0")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument(
+        "--eval-only",
+        action="store_true",
+        help="measure the evaluation factors alone and update them in --out",
+    )
     args = p.parse_args()
+    out = Path(args.out)
+    if args.eval_only:
+        result = json.loads(out.read_text())
+        with tempfile.TemporaryDirectory() as tmp:
+            run = Path(tmp) / "run"
+            fast = train_split(result["reference"], "fast", 4, 1, out=run)
+            result |= eval_factors(run, fast, args.eval_episodes)
+        result["eval_command"] = "python benchmarks/compute_calibration.py " + " ".join(
+            sys.argv[1:]
+        )
+        result["eval_load_average_at_end"] = os.getloadavg()[0]
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps({k: v for k, v in result.items() if k.startswith("eval")}, indent=2))
+        return
     rates: dict[str, list[float]] = {t: [] for t in TASKS}
     for _ in range(args.rounds):
         for task in TASKS:
             rates[task].append(raw_rate(task, args.seconds))
             print(task, f"{rates[task][-1]:.0f} steps/s", flush=True)
     raw = {t: float(np.median(v)) for t, v in rates.items()}
-    fast = train_split(args.reference, "fast", 4, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        fast = train_split(args.reference, "fast", 4, 1, out=run)
+        evaluation = eval_factors(run, fast, args.eval_episodes)
     paper = train_split(args.reference, "paper", 2, 1)
     result = {
         "command": "python benchmarks/compute_calibration.py " + " ".join(sys.argv[1:]),
@@ -105,8 +177,8 @@ def main() -> None:
         "fast_seconds_per_step": fast,
         "paper_seconds_per_step": paper,
         "paper_update_factor": paper["time_update"] / fast["time_update"],
+        **evaluation,
     }
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -8,7 +8,8 @@ parts (env stepping, attacks, policy, updates; summed over epochs), pooled over 
 and run directory name (the training mode, with the learner in front for learners other than
 PPOL). From ``benchmarks/results/compute/calibration.json``
 (``benchmarks/compute_calibration.py``): each task's raw env rate relative to the reference
-task, and the paper preset's update cost per step relative to fast's.
+task, the paper preset's update cost per step relative to fast's, and an evaluation's cost per
+step relative to the fast training's env + policy cost.
 
     python benchmarks/compute_rates.py
 """
@@ -76,6 +77,12 @@ RAW_OVER_REFERENCE = {{
 
 # Update seconds per env step under the paper preset over fast's (the reference task, vanilla).
 PAPER_UPDATE_FACTOR = {round(cal["paper_update_factor"], 3)!r}
+
+# An evaluation's seconds per env step (robustsafe evaluate's layout: 10 envs, 2 workers) over
+# the fast training's env + policy seconds per step, on the reference task: natural / random,
+# and the gradient attackers (MAD, AMAD, MC, MR).
+EVAL_CHEAP_FACTOR = {round(cal["eval_cheap_factor"], 3)!r}
+EVAL_GRADIENT_FACTOR = {round(cal["eval_gradient_factor"], 3)!r}
 '''
     Path(args.out).write_text(text)
     print(f"wrote {args.out}: {len(measured)} (task, run) rates")

@@ -56,6 +56,34 @@ def study(preset: str, out: Path) -> list[tuple[str, str, object, object]]:
     return rows
 
 
+def load_note() -> list[str]:
+    """How loaded the machine was in the runs the rates come from, as far as the rates show it:
+    the env-stepping part per step of each FOCOPS run directory against PPOL-vanilla's on the
+    same task (the same env and layout, 20 envs in 2 workers, so only the load differs)."""
+    from robustsafe.experiments import compute_rates as rates
+
+    env = rates.FIELDS.index("env")
+    ratios = []
+    for key, values in sorted(rates.MEASURED.items()):
+        task, label = key.split("/", 1)
+        ppol = rates.MEASURED.get(f"{task}/vanilla")
+        if label.startswith("focops-") and ppol:
+            ratios.append(f"{key} x{values[env] / ppol[env]:.1f}")
+    if not ratios:
+        return []
+    return [
+        "## Load in the measured rates",
+        "",
+        "The rates come from the committed runs' `metrics.csv`, which ran on a shared machine. "
+        "Env stepping per env step should not depend on the learner; against PPOL-vanilla's "
+        "on the same task and layout it was: " + ", ".join(ratios) + ". The FOCOPS runs shared "
+        "the 2 cores with more jobs, so FOCOPS's rows above are likely too high by about "
+        "these factors; PPOL's rows come from the first Table 1 grid, which ran two trainings "
+        "at a time (`--parallel-runs 2`).",
+        "",
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="benchmarks/results/compute/study_cost.md")
@@ -127,6 +155,7 @@ def main() -> None:
         )
         + ".\n",
     )
+    lines += load_note()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")

@@ -20,8 +20,11 @@ of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.p
   (PPOL's full-batch 80-pass updates).
 
 An evaluation's env steps are episodes x episode length per attacker; its seconds per step are
-the task's env + policy parts (natural, random) or env + attack + policy of ``adv-mc`` (the
-other attackers), a rough guide (evaluation runs another vector layout).
+the task's vanilla env + policy parts times a factor measured on the reference task (an
+evaluation as ``robustsafe evaluate`` runs it, 10 envs, float64, over the fast training's env +
+policy): one for natural and random episodes, one for the gradient attackers (MAD, AMAD, MC,
+MR, and the appendix's). A rough guide: the attack part of an evaluation scales with the
+network, not the env.
 
 The rates are this 2-core machine's; on another machine scale them (the basis column names
 them). ``robustsafe grid --dry-run`` prints the model's numbers after the plan.
@@ -171,10 +174,10 @@ def run_cost(spec, plan) -> RunCost:
     cheap, costly = eval_attackers(spec, plan)
     per_attacker = spec.episodes * _episode_length(plan.env_id, cfg.episode_steps)
     natural = step_cost(plan.env_id, "vanilla", "fast")
-    attacked = step_cost(plan.env_id, "adv-mc", "fast")
-    eval_seconds = per_attacker * (
-        cheap * (natural.env + natural.policy)
-        + costly * (attacked.env + attacked.attack + attacked.policy)
+    eval_seconds = (
+        per_attacker
+        * (natural.env + natural.policy)
+        * (cheap * rates.EVAL_CHEAP_FACTOR + costly * rates.EVAL_GRADIENT_FACTOR)
     )
     return RunCost(
         train_steps,

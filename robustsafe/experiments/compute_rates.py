@@ -52,3 +52,9 @@ RAW_OVER_REFERENCE = {
 
 # Update seconds per env step under the paper preset over fast's (the reference task, vanilla).
 PAPER_UPDATE_FACTOR = 4.395
+
+# An evaluation's seconds per env step (robustsafe evaluate's layout: 10 envs, 2 workers) over
+# the fast training's env + policy seconds per step, on the reference task: natural / random,
+# and the gradient attackers (MAD, AMAD, MC, MR).
+EVAL_CHEAP_FACTOR = 1.125
+EVAL_GRADIENT_FACTOR = 2.933

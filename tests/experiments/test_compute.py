@@ -79,7 +79,12 @@ def test_run_costs_follow_the_plan(tmp_path):
     assert costs[0].train_seconds == pytest.approx(
         150 * 4000 * rates.MEASURED["SafetyCarRun-v0/vanilla"][0] * 1e-6
     )
-    assert costs[0].eval_steps == 6 * 10 * 200 and costs[0].eval_seconds > 0
+    assert costs[0].eval_steps == 6 * 10 * 200
+    # natural and random at the cheap factor, MAD / AMAD / MC / MR at the gradient one, both
+    # times the task's vanilla env + policy seconds per step
+    _, env, _, policy, _, _ = rates.MEASURED["SafetyCarRun-v0/vanilla"]
+    factors = 2 * rates.EVAL_CHEAP_FACTOR + 4 * rates.EVAL_GRADIENT_FACTOR
+    assert costs[0].eval_seconds == pytest.approx(10 * 200 * (env + policy) * 1e-6 * factors)
     text = format_cost(spec, plan, costs)
     assert "SafetyDroneRun-v0 adv-mc seed 0" in text and "core-hours at 2 cores" in text
     total = sum(c.seconds for c in costs)
