@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import statistics
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from robustsafe.experiments.table import (
     method_name,
     write_prefixed,
 )
+from robustsafe.provenance import PROVENANCE_NAME
 
 TRAIN_EPOCHS = 10  # the training cost averages the last this many epochs
 _TITLES = {"random": "Random", "mad": "MAD", "amad": "AMAD", "mc": "MC", "mr": "MR"}
@@ -48,6 +50,7 @@ CSV_FIELDS = (
     "robust",
     "train_cost",
     "failing",
+    "code",
     "path",
 )
 
@@ -67,6 +70,7 @@ class RunRow:
     train_cost: float | None
     path: Path
     failing: bool = False  # Table 1's failing agent (its method's row is starred there)
+    code: str | None = None  # the commits that trained it (provenance.json), None: not recorded
 
     @property
     def worst(self) -> tuple[str, float] | None:
@@ -103,6 +107,20 @@ def training_cost(metrics_csv: Path, epochs: int = TRAIN_EPOCHS) -> float | None
     return statistics.mean(costs) if costs else None
 
 
+def training_code(provenance: Path) -> str | None:
+    """The short commits a run was trained with, in the order of its starts and resumes
+    (``abc1234``, ``abc1234 + def5678``; ``+mod``: the package differed from the commit;
+    ``?``: no commit known), or None where the run has no readable ``provenance.json``."""
+    try:
+        starts = json.loads(provenance.read_text())["starts"]
+        labels = [
+            (s.get("commit") or "?")[:7] + ("+mod" if s.get("modified") else "") for s in starts
+        ]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return " + ".join(dict.fromkeys(labels)) or None
+
+
 def collect_runs(
     runs_dir: str | PathLike, table: ResultsTable | None = None
 ) -> tuple[list[RunRow], list[str]]:
@@ -137,6 +155,7 @@ def collect_runs(
             },
             cost_limit=ev.cost_limit,
             train_cost=training_cost(path.parent / "metrics.csv"),
+            code=training_code(path.parent / PROVENANCE_NAME),
             path=path.parent,
             failing=(ev.env_id, ev.algo, ev.mode) in failing,
         )
@@ -166,7 +185,9 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
     """A Markdown table, one line per run; paths relative to ``root`` where given."""
     head = ["Env", "Method", "Seed", "Natural reward", "Natural cost"]
     head += [f"{_TITLES[a]} cost" for a in AVERAGED_ATTACKS]
-    head += ["Worst cost", "Robust", f"Train cost (last {TRAIN_EPOCHS})", "Run"]
+    head += ["Worst cost", "Robust", f"Train cost (last {TRAIN_EPOCHS})"]
+    with_code = any(r.code is not None for r in rows)
+    head += ["Code", "Run"] if with_code else ["Run"]
     lines = ["| " + " | ".join(head) + " |", "|---|---|---" + "|---:" * (len(head) - 4) + "|---|"]
     for r in rows:
         robust = {True: "yes", False: "**no**", None: "-"}[r.robust]
@@ -181,6 +202,7 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
             _worst_text(r),
             robust,
             (f"**{r.train_cost:.2f}**" if over else _num(r.train_cost)),
+            *([r.code or "-"] if with_code else []),
             str(r.path.relative_to(root)) if root is not None else str(r.path),
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -189,9 +211,10 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
         "attacker at its epsilon). Robust: cost within the run's cost limit under all five "
         'attackers ("-": one not evaluated). Train cost: the stochastic policy\'s mean training '
         f"episode cost over the last {TRAIN_EPOCHS} epochs of its metrics.csv (epochs that "
-        "finished no episode left out); bold: above the cost limit. * a method Table 1 stars as "
-        "failing (natural reward below 30% of its learner's vanilla agent's on the env): its "
-        "low costs are no robustness."
+        "finished no episode left out); bold: above the cost limit. Code: the commits that "
+        "trained the run (its provenance.json; + joins a resume under other code). * a method "
+        "Table 1 stars as failing (natural reward below 30% of its learner's vanilla agent's on "
+        "the env): its low costs are no robustness."
     )
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
@@ -220,6 +243,7 @@ def format_runs_csv(rows: Sequence[RunRow], root: str | PathLike | None = None) 
                 "" if r.robust is None else int(r.robust),
                 "" if r.train_cost is None else repr(r.train_cost),
                 int(r.failing),
+                r.code or "",
                 str(r.path.relative_to(root)) if root is not None else str(r.path),
             ]
         )

@@ -138,3 +138,22 @@ def test_attackers_tied_at_the_worst_cost_are_all_named(tmp_path):
     rows, _ = collect_runs(tmp_path)
     lines = markdown_tables(format_runs_markdown(rows))[0]
     assert lines[1][lines[0].index("Worst cost")] == "8.00 (MC, MR)"
+
+
+def test_the_code_column_names_the_commits_each_run_was_trained_with(tmp_path):
+    resumed = write_eval(tmp_path, "vanilla", 0, uniform(100.0, 0.0)).parent
+    write_eval(tmp_path, "vanilla", 1, uniform(100.0, 0.0))  # trained before provenance
+    starts = [
+        {"start_epoch": 0, "commit": "a" * 40, "modified": False},
+        {"start_epoch": 5, "commit": "a" * 40, "modified": False},  # same code: named once
+        {"start_epoch": 9, "commit": "b" * 40, "modified": True},
+    ]
+    (resumed / "provenance.json").write_text(json.dumps({"starts": starts}))
+    rows, _ = collect_runs(tmp_path)
+    assert [r.code for r in rows] == ["aaaaaaa + bbbbbbb+mod", None]
+    lines = markdown_tables(format_runs_markdown(rows))[0]
+    code = lines[0].index("Code")
+    assert [line[code] for line in lines[1:]] == ["aaaaaaa + bbbbbbb+mod", "-"]
+    (resumed / "provenance.json").unlink()  # no run has it: no column
+    rows, _ = collect_runs(tmp_path)
+    assert "Code" not in markdown_tables(format_runs_markdown(rows))[0][0]
