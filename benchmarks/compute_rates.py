@@ -19,10 +19,18 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
+import yaml
+
 PARTS = ("time_env", "time_attack", "time_policy", "time_update")
+
+
+def _layout(config: Path) -> tuple[int, int]:
+    """(envs, worker processes) of a run, from its config.yaml."""
+    cfg = yaml.safe_load(config.read_text())
+    return int(cfg["num_envs"]), int(cfg["workers"])
 
 
 def main() -> None:
@@ -34,12 +42,14 @@ def main() -> None:
     p.add_argument("--out", default="robustsafe/experiments/compute_rates.py")
     args = p.parse_args()
     sums: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    layouts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     found = (sorted(Path(d).glob("*/*/seed*/metrics.csv")) for d in args.runs)
     for metrics in (m for runs in found for m in runs):
         env, mode = metrics.parts[-4], metrics.parts[-3]
         with metrics.open() as f:
             rows = list(csv.DictReader(f))
         s = sums[(env, mode)]
+        layouts[(env, mode)][_layout(metrics.parent / "config.yaml")] += 1
         s["steps"] += int(rows[-1]["env_steps"])
         s["wall"] += float(rows[-1]["wall_time"])
         s["runs"] += 1
@@ -48,7 +58,8 @@ def main() -> None:
     measured = {}
     for (env, mode), s in sorted(sums.items()):
         us = [1e6 * s["wall"] / s["steps"], *(1e6 * s[k] / s["steps"] for k in PARTS)]
-        measured[f"{env}/{mode}"] = (*(round(x, 2) for x in us), int(s["runs"]))
+        layout = layouts[(env, mode)].most_common(1)[0][0]
+        measured[f"{env}/{mode}"] = (*(round(x, 2) for x in us), int(s["runs"]), *layout)
     cal = json.loads(Path(args.calibration).read_text())
     rows = "\n".join(f"    {json.dumps(k)}: {v!r}," for k, v in measured.items())
     ratios = "\n".join(
@@ -62,9 +73,9 @@ Written by ``python benchmarks/compute_rates.py`` from the committed runs' metri
 """
 
 # "<env>/<run directory name>": microseconds per env step of a whole fast-preset training
-# (wall: start-up, checkpoints and updates included) and of its parts, summed over epochs; and
-# the runs pooled.
-FIELDS = ("wall", "env", "attack", "policy", "update", "runs")
+# (wall: start-up, checkpoints and updates included) and of its parts, summed over epochs; the
+# runs pooled; and their env layout (envs, worker processes).
+FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
 MEASURED = {{
 {rows}
 }}

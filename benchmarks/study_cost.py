@@ -57,29 +57,26 @@ def study(preset: str, out: Path) -> list[tuple[str, str, object, object]]:
 
 
 def load_note() -> list[str]:
-    """How loaded the machine was in the runs the rates come from, as far as the rates show it:
-    the env-stepping part per step of each FOCOPS run directory against PPOL-vanilla's on the
-    same task (the same env and layout, 20 envs in 2 workers, so only the load differs)."""
+    """The load factors the model divided out of the measured rates (see
+    ``robustsafe.experiments.compute.load_factor``)."""
     from robustsafe.experiments import compute_rates as rates
+    from robustsafe.experiments.compute import load_factor
 
-    env = rates.FIELDS.index("env")
-    ratios = []
-    for key, values in sorted(rates.MEASURED.items()):
-        task, label = key.split("/", 1)
-        ppol = rates.MEASURED.get(f"{task}/vanilla")
-        if label.startswith("focops-") and ppol:
-            ratios.append(f"{key} x{values[env] / ppol[env]:.1f}")
-    if not ratios:
+    factors = [
+        f"{k} x{load_factor(k):.2f}" for k in sorted(rates.MEASURED) if load_factor(k) > 1.05
+    ]
+    if not factors:
         return []
     return [
         "## Load in the measured rates",
         "",
         "The rates come from the committed runs' `metrics.csv`, which ran on a shared machine. "
-        "Env stepping per env step should not depend on the learner; against PPOL-vanilla's "
-        "on the same task and layout it was: " + ", ".join(ratios) + ". The FOCOPS runs shared "
-        "the 2 cores with more jobs, so FOCOPS's rows above are likely too high by about "
-        "these factors; PPOL's rows come from the first Table 1 grid, which ran two trainings "
-        "at a time (`--parallel-runs 2`).",
+        "Env stepping per env step depends on the task, the env layout and the kind of rollout, "
+        "not on the mode or the learner, so the model divides each run group's rates by its "
+        "env-stepping time over the least of its task's groups with the same layout and kind: "
+        + ", ".join(factors)
+        + " (the others: at most x1.05). This takes out the load as far as env stepping shows "
+        "it; the least loaded groups themselves ran beside one other training.",
         "",
     ]
 

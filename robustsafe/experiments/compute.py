@@ -7,7 +7,9 @@ of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.p
   ``fast``, 2 cores, 20 envs in 2 worker processes; keyed by the run directory's name: ``adv-mc``,
   ``focops-vanilla``, ``sac-lag-vanilla``) uses their measured seconds per step: the whole
   training's wall time (start-up, checkpoints and updates included) over its env steps, pooled
-  over seeds;
+  over seeds, divided by their load factor: their env-stepping time per step over the least of
+  the task's runs with the same env layout and kind of rollout (on- or off-policy), since only
+  the machine's load changes that (the committed runs shared the machine with up to 6 jobs);
 - another task uses the reference task's (SafetyCarCircle-v0: the same (256, 256) networks as
   the Drone and Ant presets), or for another learner whichever task it was measured on, with
   the env-stepping part scaled by the two tasks' raw random-action rates, measured side by side
@@ -63,9 +65,37 @@ class RunCost:
         return self.train_seconds + self.eval_seconds
 
 
+OFF_POLICY_LABELS = ("sac-lag", "cvpo")  # run-directory prefixes of the off-policy learners
+
+
+def _rollout_group(key: str) -> tuple:
+    """What the env-stepping time per step of a measured key can only depend on, load aside:
+    the task, the env layout (envs, workers) and whether the learner steps the envs in whole
+    epochs (on-policy) or between gradient steps (off-policy)."""
+    task, label = key.split("/", 1)
+    num_envs, workers = rates.MEASURED[key][6:8]
+    return task, num_envs, workers, label.startswith(OFF_POLICY_LABELS)
+
+
+def load_factor(key: str) -> float:
+    """How much slower the runs behind ``key`` stepped their envs per step than the least
+    loaded runs of the same rollout group (>= 1): the machine's load while they ran, divided
+    out of all of their parts."""
+    env = rates.FIELDS.index("env")
+    group = _rollout_group(key)
+    least = min(
+        v[env] for k, v in rates.MEASURED.items() if _rollout_group(k) == group and v[env] > 0
+    )
+    return max(1.0, rates.MEASURED[key][env] / least) if least > 0 else 1.0
+
+
 def _parts(key: str) -> StepCost:
-    wall, env, attack, policy, update, _ = (x * 1e-6 for x in rates.MEASURED[key])
-    return StepCost(wall, env, attack, policy, update, "measured")
+    """A measured key's seconds per step, with its load factor divided out (said in the basis
+    where it is above 1.05)."""
+    wall, env, attack, policy, update = (x * 1e-6 for x in rates.MEASURED[key][:5])
+    f = load_factor(key)
+    basis = f"load x{f:.2f} divided out" if f > 1.05 else ""
+    return StepCost(wall / f, env / f, attack / f, policy / f, update / f, basis)
 
 
 def _labels(mode: str, algo: str) -> tuple[str, ...]:
@@ -112,6 +142,8 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
         raise KeyError(f"no measured rates for {task}/{mode}")
     key, source_notes = found
     c = _parts(key)
+    if c.basis:
+        source_notes = [*source_notes, c.basis]
     c = replace(c, wall=c.wall + attack, attack=c.attack + attack)
     source = key.split("/", 1)[0]
     if source == task:

@@ -6,37 +6,37 @@ benchmarks/results/compute/calibration.json; do not edit.
 """
 
 # "<env>/<run directory name>": microseconds per env step of a whole fast-preset training
-# (wall: start-up, checkpoints and updates included) and of its parts, summed over epochs; and
-# the runs pooled.
-FIELDS = ("wall", "env", "attack", "policy", "update", "runs")
+# (wall: start-up, checkpoints and updates included) and of its parts, summed over epochs; the
+# runs pooled; and their env layout (envs, worker processes).
+FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
 MEASURED = {
-    "SafetyCarCircle-v0/adv-mc": (1070.41, 628.97, 211.72, 8.34, 199.64, 3),
-    "SafetyCarCircle-v0/adv-mr": (1124.27, 621.28, 262.2, 8.01, 210.17, 3),
-    "SafetyCarCircle-v0/cvpo-vanilla": (15261.88, 1577.04, 0.0, 46.11, 13582.15, 3),
-    "SafetyCarCircle-v0/focops-adv-mc": (4736.52, 2096.85, 1801.68, 25.89, 766.65, 1),
-    "SafetyCarCircle-v0/focops-adv-mr": (12174.94, 7512.88, 3767.56, 31.18, 808.61, 1),
-    "SafetyCarCircle-v0/focops-vanilla": (2851.8, 1933.8, 0.0, 23.6, 853.77, 3),
-    "SafetyCarCircle-v0/random": (1334.58, 861.87, 15.0, 14.27, 403.39, 3),
-    "SafetyCarCircle-v0/sa-mad": (1683.85, 970.79, 95.73, 18.41, 556.63, 3),
-    "SafetyCarCircle-v0/sa-mc": (1519.4, 878.73, 117.22, 18.56, 468.65, 3),
-    "SafetyCarCircle-v0/sa-mr": (2186.37, 1174.62, 264.72, 18.56, 678.45, 3),
-    "SafetyCarCircle-v0/sac-lag-vanilla": (26271.67, 2499.57, 0.0, 157.24, 23414.34, 3),
-    "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3),
-    "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3),
-    "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3),
-    "SafetyCarRun-v0/cvpo-vanilla": (9517.39, 1645.07, 0.0, 40.95, 7766.39, 3),
-    "SafetyCarRun-v0/focops-adv-mc": (2664.4, 1224.72, 1071.7, 19.87, 318.96, 1),
-    "SafetyCarRun-v0/focops-adv-mr": (3047.05, 1289.03, 1320.97, 20.93, 380.29, 1),
-    "SafetyCarRun-v0/focops-vanilla": (2203.81, 1612.06, 0.0, 21.65, 524.17, 3),
-    "SafetyCarRun-v0/random": (640.85, 492.59, 12.53, 10.41, 93.76, 3),
-    "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3),
-    "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3),
-    "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3),
-    "SafetyCarRun-v0/sac-lag-vanilla": (7365.5, 1810.33, 0.0, 129.3, 5293.94, 3),
-    "SafetyCarRun-v0/sac-lag0.0001-vanilla": (5972.43, 1757.68, 0.0, 142.4, 3934.68, 1),
-    "SafetyCarRun-v0/sac-lag0.01-vanilla": (7352.23, 1551.76, 0.0, 118.32, 5537.17, 1),
-    "SafetyCarRun-v0/sac-lag0.1-vanilla": (4252.81, 1279.38, 0.0, 111.33, 2756.36, 1),
-    "SafetyCarRun-v0/vanilla": (625.6, 485.38, 0.0, 13.66, 90.89, 3),
+    "SafetyCarCircle-v0/adv-mc": (1070.41, 628.97, 211.72, 8.34, 199.64, 3, 20, 2),
+    "SafetyCarCircle-v0/adv-mr": (1124.27, 621.28, 262.2, 8.01, 210.17, 3, 20, 2),
+    "SafetyCarCircle-v0/cvpo-vanilla": (15261.88, 1577.04, 0.0, 46.11, 13582.15, 3, 20, 2),
+    "SafetyCarCircle-v0/focops-adv-mc": (4736.52, 2096.85, 1801.68, 25.89, 766.65, 1, 20, 2),
+    "SafetyCarCircle-v0/focops-adv-mr": (12174.94, 7512.88, 3767.56, 31.18, 808.61, 1, 20, 2),
+    "SafetyCarCircle-v0/focops-vanilla": (2851.8, 1933.8, 0.0, 23.6, 853.77, 3, 20, 2),
+    "SafetyCarCircle-v0/random": (1334.58, 861.87, 15.0, 14.27, 403.39, 3, 20, 2),
+    "SafetyCarCircle-v0/sa-mad": (1683.85, 970.79, 95.73, 18.41, 556.63, 3, 20, 2),
+    "SafetyCarCircle-v0/sa-mc": (1519.4, 878.73, 117.22, 18.56, 468.65, 3, 20, 2),
+    "SafetyCarCircle-v0/sa-mr": (2186.37, 1174.62, 264.72, 18.56, 678.45, 3, 20, 2),
+    "SafetyCarCircle-v0/sac-lag-vanilla": (26271.67, 2499.57, 0.0, 157.24, 23414.34, 3, 5, 2),
+    "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3, 20, 2),
+    "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3, 20, 2),
+    "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3, 20, 2),
+    "SafetyCarRun-v0/cvpo-vanilla": (9517.39, 1645.07, 0.0, 40.95, 7766.39, 3, 20, 2),
+    "SafetyCarRun-v0/focops-adv-mc": (2664.4, 1224.72, 1071.7, 19.87, 318.96, 1, 20, 2),
+    "SafetyCarRun-v0/focops-adv-mr": (3047.05, 1289.03, 1320.97, 20.93, 380.29, 1, 20, 2),
+    "SafetyCarRun-v0/focops-vanilla": (2203.81, 1612.06, 0.0, 21.65, 524.17, 3, 20, 2),
+    "SafetyCarRun-v0/random": (640.85, 492.59, 12.53, 10.41, 93.76, 3, 20, 2),
+    "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3, 20, 2),
+    "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3, 20, 2),
+    "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3, 20, 2),
+    "SafetyCarRun-v0/sac-lag-vanilla": (7365.5, 1810.33, 0.0, 129.3, 5293.94, 3, 5, 2),
+    "SafetyCarRun-v0/sac-lag0.0001-vanilla": (5972.43, 1757.68, 0.0, 142.4, 3934.68, 1, 5, 2),
+    "SafetyCarRun-v0/sac-lag0.01-vanilla": (7352.23, 1551.76, 0.0, 118.32, 5537.17, 1, 5, 2),
+    "SafetyCarRun-v0/sac-lag0.1-vanilla": (4252.81, 1279.38, 0.0, 111.33, 2756.36, 1, 5, 2),
+    "SafetyCarRun-v0/vanilla": (625.6, 485.38, 0.0, 13.66, 90.89, 3, 20, 2),
 }
 
 # The task the others are scaled from, and each task's raw env rate relative to it.

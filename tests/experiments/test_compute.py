@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from robustsafe.experiments import compute_rates as rates
-from robustsafe.experiments.compute import format_cost, run_cost, step_cost
+from robustsafe.experiments.compute import format_cost, load_factor, run_cost, step_cost
 from robustsafe.experiments.grid import GridSpec, plan_grid
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -17,8 +17,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def test_measured_scaled_and_paper_rates():
     car = step_cost("SafetyCarRun-v0", "vanilla", "fast")
-    assert car.basis == "measured" and car.wall == pytest.approx(
-        rates.MEASURED["SafetyCarRun-v0/vanilla"][0] * 1e-6
+    key = "SafetyCarRun-v0/vanilla"
+    assert car.basis.startswith("measured") and car.wall == pytest.approx(
+        rates.MEASURED[key][0] * 1e-6 / load_factor(key)
     )
     assert car.env + car.attack + car.policy + car.update <= car.wall  # wall adds start-up
     ref = step_cost(rates.REFERENCE, "adv-mc", "fast")
@@ -37,11 +38,11 @@ def test_other_learners_are_priced_from_their_own_runs(monkeypatch):
     """Rates (wall, env, attack, policy, update) in microseconds; CarRun's raw rate is twice the
     reference's, so its env part is half."""
     measured = {
-        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1),
-        "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1),
-        "Car-v0/vanilla": (70.0, 30.0, 0.0, 10.0, 30.0, 1),
-        "Car-v0/adv-mc": (120.0, 30.0, 50.0, 10.0, 30.0, 1),
-        "Car-v0/sac-lag-vanilla": (400.0, 30.0, 0.0, 20.0, 350.0, 1),
+        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1, 20, 2),
+        "Car-v0/vanilla": (70.0, 30.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "Car-v0/adv-mc": (120.0, 30.0, 50.0, 10.0, 30.0, 1, 20, 2),
+        "Car-v0/sac-lag-vanilla": (400.0, 30.0, 0.0, 20.0, 350.0, 1, 5, 2),
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "Ref-v0")
@@ -76,15 +77,13 @@ def test_run_costs_follow_the_plan(tmp_path):
     costs = [run_cost(spec, p) for p in plan]
     # fast CarRun: 150 epochs x 4,000 steps; evaluation: 6 attackers x 10 episodes x 200 steps
     assert costs[0].train_steps == 150 * 4000
-    assert costs[0].train_seconds == pytest.approx(
-        150 * 4000 * rates.MEASURED["SafetyCarRun-v0/vanilla"][0] * 1e-6
-    )
+    car = step_cost("SafetyCarRun-v0", "vanilla")
+    assert costs[0].train_seconds == pytest.approx(150 * 4000 * car.wall)
     assert costs[0].eval_steps == 6 * 10 * 200
     # natural and random at the cheap factor, MAD / AMAD / MC / MR at the gradient one, both
     # times the task's vanilla env + policy seconds per step
-    _, env, _, policy, _, _ = rates.MEASURED["SafetyCarRun-v0/vanilla"]
     factors = 2 * rates.EVAL_CHEAP_FACTOR + 4 * rates.EVAL_GRADIENT_FACTOR
-    assert costs[0].eval_seconds == pytest.approx(10 * 200 * (env + policy) * 1e-6 * factors)
+    assert costs[0].eval_seconds == pytest.approx(10 * 200 * (car.env + car.policy) * factors)
     text = format_cost(spec, plan, costs)
     assert "SafetyDroneRun-v0 adv-mc seed 0" in text and "core-hours at 2 cores" in text
     total = sum(c.seconds for c in costs)
@@ -110,3 +109,23 @@ def test_the_committed_rates_are_the_scripts_output(tmp_path):
     )
     committed = REPO_ROOT / "robustsafe" / "experiments" / "compute_rates.py"
     assert out.read_text() == committed.read_text()
+
+
+def test_the_load_the_measured_runs_ran_under_is_divided_out(monkeypatch):
+    """Env stepping per step depends on the task, the layout and the kind of rollout, not on the
+    mode: a run group that stepped the same envs twice as slowly ran on a loaded machine."""
+    measured = {
+        "Car-v0/vanilla": (100.0, 50.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "Car-v0/focops-adv-mc": (400.0, 100.0, 120.0, 20.0, 100.0, 1, 20, 2),  # x2 loaded
+        "Car-v0/sac-lag-vanilla": (900.0, 150.0, 0.0, 40.0, 700.0, 1, 5, 2),  # own group
+        "Car-v0/cvpo-vanilla": (800.0, 70.0, 0.0, 30.0, 650.0, 1, 20, 2),  # off-policy
+    }
+    monkeypatch.setattr(rates, "MEASURED", measured)
+    monkeypatch.setattr(rates, "REFERENCE", "Car-v0")
+    monkeypatch.setattr(rates, "RAW_OVER_REFERENCE", {"Car-v0": 1.0})
+    assert [load_factor(k) for k in measured] == [1.0, 2.0, 1.0, 1.0]
+    adv = step_cost("Car-v0", "adv-mc", algo="focops")
+    assert (adv.wall, adv.env, adv.attack) == pytest.approx((200e-6, 50e-6, 60e-6))
+    assert adv.basis == "measured; load x2.00 divided out"
+    assert step_cost("Car-v0", "vanilla").basis == "measured"
+    assert step_cost("Car-v0", "vanilla", algo="cvpo").wall == pytest.approx(800e-6)
