@@ -310,7 +310,8 @@ def test_expectation_agrees_with_table_csv():
     assert [r[1] for r in table1[1:]] == [m + "*" * failing for _, m, failing in pairs]
     seeds = sum(int(r["n_seeds"]) for r in rows if r["attack"] == "none")
     assert len(expected.runs) == seeds == 42
-    assert len(expected.tables) == 3  # Table 1, its costs, the appendix's
+    assert len(expected.tables) == 4  # Table 1, the appendix's, its costs, the per-run table
+    assert len(expected.tables[-1]) == 1 + seeds  # one line per run
 
 
 def test_committed_table1_report_in_chromium(browser, table1_page):
