@@ -219,7 +219,7 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
     if not isinstance(algo, str):
         raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
     alpha = data.get("train_alpha")
-    if algo == "sac-lag" and isinstance(alpha, int | float) and not isinstance(alpha, bool):
+    if algo == "sac-lag" and _is_number(alpha):
         algo = f"sac-lag:{alpha:g}"  # one group of rows per entropy weight
     return EvalFile(
         algo=algo,
