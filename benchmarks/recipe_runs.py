@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import platform
 import shutil
@@ -28,6 +29,14 @@ import yaml
 LAST = 10
 
 
+def finite_mean(rows: list[dict[str, str]], key: str) -> float:
+    """Mean of a ``metrics.csv`` column over ``rows``, leaving out the epochs that finished no
+    episode (empty or NaN), as the library's ``runs_table.training_cost`` does; NaN if none."""
+    values = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
+    values = [v for v in values if not math.isnan(v)]
+    return statistics.mean(values) if values else float("nan")
+
+
 def training_summary(run: Path) -> dict[str, float]:
     with (run / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -36,8 +45,8 @@ def training_summary(run: Path) -> dict[str, float]:
         "epochs": len(rows),
         "env_steps": int(rows[-1]["env_steps"]),
         "wall_s": float(rows[-1]["wall_time"]),
-        "train_reward_last10": statistics.mean(float(r["ep_return"]) for r in tail),
-        "train_cost_last10": statistics.mean(float(r["ep_cost"]) for r in tail),
+        "train_reward_last10": finite_mean(tail, "ep_return"),
+        "train_cost_last10": finite_mean(tail, "ep_cost"),
         "lambda_final": float(rows[-1]["lambda"]),
     }
 

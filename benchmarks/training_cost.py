@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recipe_runs import LAST, training_summary  # noqa: E402
+from recipe_runs import LAST, finite_mean, training_summary  # noqa: E402
 
 
 def band_rows(run: Path, band: int) -> list[str]:
@@ -27,18 +26,14 @@ def band_rows(run: Path, band: int) -> list[str]:
     with (run / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
 
-    def mean(chunk: list[dict[str, str]], key: str) -> float:
-        values = [float(r[key]) for r in chunk if r[key] not in ("", "nan")]
-        return statistics.mean(values) if values else float("nan")
-
     out = []
     for i in range(0, len(rows), band):
         chunk = rows[i : i + band]
-        out.append(
-            f"| {run} | {chunk[0]['epoch']}-{chunk[-1]['epoch']} | {mean(chunk, 'ep_return'):.1f} "
-            f"| {mean(chunk, 'ep_cost'):.2f} | {mean(chunk, 'ep_length'):.0f} "
-            f"| {mean(chunk, 'lambda'):.2f} |"
+        reward, cost, length, lam = (
+            finite_mean(chunk, key) for key in ("ep_return", "ep_cost", "ep_length", "lambda")
         )
+        epochs = f"{chunk[0]['epoch']}-{chunk[-1]['epoch']}"
+        out.append(f"| {run} | {epochs} | {reward:.1f} | {cost:.2f} | {length:.0f} | {lam:.2f} |")
     return out
 
 

@@ -36,3 +36,21 @@ def test_band_means_skip_epochs_without_episodes(tmp_path: Path) -> None:
         f"| {run} | 3-4 | 10.0 | 0.00 | 300 | 0.60 |",
         f"| {run} | 5-5 | 7.5 | 6.25 | 250 | 2.00 |",
     ]
+
+
+def test_last_ten_summary_skips_epochs_without_episodes(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    # Twelve epochs: the last ten are 3..12; epochs 5 and 12 finished no episode (nan).
+    rows = ["epoch,env_steps,wall_time,ep_return,ep_cost,lambda"]
+    for epoch in range(1, 13):
+        done = epoch not in (5, 12)
+        reward, cost = (f"{epoch * 10.0}", f"{epoch / 2}") if done else ("nan", "nan")
+        rows.append(f"{epoch},{epoch * 100},{epoch * 1.5},{reward},{cost},{epoch / 10}")
+    (run / "metrics.csv").write_text("\n".join(rows) + "\n")
+    summary = _training_cost().training_summary(run)
+    # Epochs 3, 4, 6..11 (sum 58): reward 580 / 8, cost 29 / 8.
+    assert summary["train_reward_last10"] == 72.5
+    assert summary["train_cost_last10"] == 3.625
+    assert summary["epochs"] == 12
+    assert summary["lambda_final"] == 1.2
