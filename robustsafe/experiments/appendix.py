@@ -63,6 +63,7 @@ from robustsafe.experiments.table import (
     format_markdown,
     load_eval_file,
     method_name,
+    write_prefixed,
 )
 
 APPENDIX_EVAL_NAME = "eval-appendix.json"
@@ -592,14 +593,6 @@ def format_appendix_csv(
     return buf.getvalue()
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-    return path
-
-
 def learner_table(table: ResultsTable, algo: str) -> ResultsTable:
     """Table 1's rows of one learner (marks and stars are per learner already; SAC-Lag's rows of
     every entropy weight, ``sac-lag:<alpha>``), with the notes that name it."""
@@ -627,42 +620,50 @@ def write_appendix(
 
     prefix = Path(out_prefix)
     table = table if table is not None else collect_table(runs_dir)
-
-    def named(suffix: str) -> Path:
-        return prefix.with_name(prefix.name + suffix)
-
-    paths = [
-        _write(named("-appendix.md"), format_appendix_markdown(table)),
-        _write(named("-appendix.csv"), format_csv(table, columns=APPENDIX_COLUMNS)),
-        _write(named("-appendix.tex"), format_latex(table, columns=APPENDIX_COLUMNS)),
-    ]
+    paths = write_prefixed(
+        prefix,
+        [
+            ("-appendix.md", format_appendix_markdown(table)),
+            ("-appendix.csv", format_csv(table, columns=APPENDIX_COLUMNS)),
+            ("-appendix.tex", format_latex(table, columns=APPENDIX_COLUMNS)),
+        ],
+    )
     for algo, columns in LEARNER_TABLES.items():
         rows = learner_table(table, algo)
         if rows.rows:
-            paths += [
-                _write(named(f"-{algo}.md"), format_markdown(rows, columns=columns)),
-                _write(named(f"-{algo}.csv"), format_csv(rows, columns=columns)),
-                _write(named(f"-{algo}.tex"), format_latex(rows, columns=columns)),
-            ]
+            paths += write_prefixed(
+                prefix,
+                [
+                    (f"-{algo}.md", format_markdown(rows, columns=columns)),
+                    (f"-{algo}.csv", format_csv(rows, columns=columns)),
+                    (f"-{algo}.tex", format_latex(rows, columns=columns)),
+                ],
+            )
     files, read_notes = collect_runs(runs_dir)
     minr_rows, minr_notes = build_minr_table(files)
     if minr_rows:
         notes = [*read_notes, *minr_notes]
-        paths += [
-            _write(named("-minr.md"), format_minr_markdown(minr_rows, notes)),
-            _write(named("-minr.csv"), format_appendix_csv(minr_rows=minr_rows)),
-            _write(named("-minr.tex"), format_minr_latex(minr_rows, notes)),
-        ]
+        paths += write_prefixed(
+            prefix,
+            [
+                ("-minr.md", format_minr_markdown(minr_rows, notes)),
+                ("-minr.csv", format_appendix_csv(minr_rows=minr_rows)),
+                ("-minr.tex", format_minr_latex(minr_rows, notes)),
+            ],
+        )
     mix_rows, columns, mix_notes = build_mix_table(files)
     if mix_rows:
         notes = [*read_notes, *mix_notes]
-        paths += [
-            _write(named("-mix.md"), format_mix_markdown(mix_rows, columns, notes)),
-            _write(named("-mix.csv"), format_appendix_csv(mix_rows=mix_rows)),
-            _write(named("-mix.tex"), format_mix_latex(mix_rows, columns, notes)),
-            *write_mix_figure(files, named("-mix-figure")),
-        ]
+        paths += write_prefixed(
+            prefix,
+            [
+                ("-mix.md", format_mix_markdown(mix_rows, columns, notes)),
+                ("-mix.csv", format_appendix_csv(mix_rows=mix_rows)),
+                ("-mix.tex", format_mix_latex(mix_rows, columns, notes)),
+            ],
+        )
+        paths += write_mix_figure(files, prefix.with_name(prefix.name + "-mix-figure"))
     sweeps, _ = collect_xi_sweeps(runs_dir)
     if sweeps:
-        paths += write_xi_figure(sweeps, named("-amad-xi"))
+        paths += write_xi_figure(sweeps, prefix.with_name(prefix.name + "-amad-xi"))
     return paths
