@@ -401,6 +401,13 @@ class TrainConfig:
         return self.epochs * self.steps_per_epoch
 
     @property
+    def cost_limit(self) -> float:
+        """The per-episode cost limit: the learner's section's if it has one
+        (``focops.cost_limit``), else ``pid.cost_limit`` (PPO-Lagrangian's)."""
+        limit = getattr(getattr(self, self.algo, None), "cost_limit", None)
+        return float(limit if limit is not None else self.pid.cost_limit)
+
+    @property
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``gym.make`` for this run's env (the episode length)."""
         return {} if self.episode_steps is None else {"max_episode_steps": self.episode_steps}

@@ -33,7 +33,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         write_json_atomic,
         write_sweep,
     )
-    from robustsafe.experiments.plots import cost_limit_of
 
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
     _one_policy_source(args)
@@ -120,7 +119,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "env_id": env_id,
         **_agent_eval_fields(args, agent),
         "xi": args.xi,
-        "cost_limit": cost_limit_of(agent.config),
+        "cost_limit": agent.config.cost_limit,
         "results": [r.to_dict() for r in results],
     }
     print(  # first: whatever happens to the files, the numbers are on screen

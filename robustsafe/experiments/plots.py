@@ -73,14 +73,6 @@ def _attack_key(key: str) -> tuple:
     return (2, 0, 0.0, key)
 
 
-def cost_limit_of(cfg: Any) -> float:
-    """The per-episode cost limit of a ``TrainConfig``: its learner's section if that has one
-    (``focops.cost_limit``), else ``pid.cost_limit`` (PPO-Lagrangian's)."""
-    section = getattr(cfg, str(getattr(cfg, "algo", "ppol")), None)
-    limit = getattr(section, "cost_limit", None)
-    return float(limit if limit is not None else cfg.pid.cost_limit)
-
-
 # ----------------------------------------------------------------------------- Figure 2
 
 
@@ -366,7 +358,7 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
         mode=cfg.robust.mode,
         preset=cfg.preset,
         seed=cfg.seed,
-        cost_limit=cost_limit_of(cfg),
+        cost_limit=cfg.cost_limit,
         columns=columns,
     )
 

@@ -33,6 +33,7 @@ from robustsafe.experiments.table import (
     write_prefixed,
 )
 from robustsafe.provenance import PROVENANCE_NAME
+from robustsafe.rundir import load_run_config
 
 TRAIN_EPOCHS = 10  # the training cost averages the last this many epochs
 _TITLES = {"random": "Random", "mad": "MAD", "amad": "AMAD", "mc": "MC", "mr": "MR"}
@@ -107,6 +108,15 @@ def training_cost(metrics_csv: Path, epochs: int = TRAIN_EPOCHS) -> float | None
     return statistics.mean(costs) if costs else None
 
 
+def config_cost_limit(run_dir: Path) -> float | None:
+    """The cost limit a run trained under, from its ``config.yaml`` (for evaluation files
+    written before they recorded the limit); None where the run has no readable config."""
+    try:
+        return load_run_config(run_dir).cost_limit
+    except (OSError, ValueError):
+        return None
+
+
 def training_code(provenance: Path) -> str | None:
     """The short commits a run was trained with, in the order of its starts and resumes
     (``abc1234``, ``abc1234 + def5678``; ``+mod``: the package differed from the commit;
@@ -153,7 +163,9 @@ def collect_runs(
                 for a in AVERAGED_ATTACKS
                 if ev.episodes.get(a)
             },
-            cost_limit=ev.cost_limit,
+            cost_limit=ev.cost_limit
+            if ev.cost_limit is not None
+            else config_cost_limit(path.parent),
             train_cost=training_cost(path.parent / "metrics.csv"),
             code=training_code(path.parent / PROVENANCE_NAME),
             path=path.parent,

@@ -157,3 +157,26 @@ def test_the_code_column_names_the_commits_each_run_was_trained_with(tmp_path):
     (resumed / "provenance.json").unlink()  # no run has it: no column
     rows, _ = collect_runs(tmp_path)
     assert "Code" not in markdown_tables(format_runs_markdown(rows))[0][0]
+
+
+def test_the_limit_falls_back_to_the_runs_config_when_the_evaluation_has_none(tmp_path):
+    import yaml
+
+    from robustsafe.config import TrainConfig, to_dict
+
+    costs = uniform(300.0, 0.0)
+    costs["mr"] = [(300.0, 6.0), (300.0, 6.0)]  # worst 6.0
+    ppol = write_eval(tmp_path, "vanilla", 0, costs)  # an old file: no cost_limit recorded
+    focops = write_eval(tmp_path, "vanilla", 1, costs)
+    write_eval(tmp_path, "vanilla", 2, costs)  # no config.yaml either
+    for path, algo in ((ppol, "ppol"), (focops, "focops")):
+        cfg = to_dict(TrainConfig(algo=algo))
+        cfg["pid"]["cost_limit"] = 8.0  # PPOL's limit; FOCOPS reads its own section's
+        cfg["focops"]["cost_limit"] = 5.0
+        (path.parent / "config.yaml").write_text(yaml.safe_dump(cfg))
+        assert json.loads(path.read_text()).get("cost_limit") is None
+    rows, _ = collect_runs(tmp_path)
+    by_seed = {r.seed: r for r in rows}
+    assert by_seed[0].cost_limit == 8.0 and by_seed[0].robust is True
+    assert by_seed[1].cost_limit == 5.0 and by_seed[1].robust is False
+    assert by_seed[2].cost_limit is None and by_seed[2].robust is None
