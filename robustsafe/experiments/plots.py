@@ -73,6 +73,20 @@ def _attack_key(key: str) -> tuple:
     return (2, 0, 0.0, key)
 
 
+def draw_cost_limit(ax: Any, limit: float) -> None:
+    """A labelled horizontal line at the cost limit on a cost axis."""
+    ax.axhline(limit, color="r", ls="-.", lw=1.2, label=f"cost limit ({limit:g})")
+    ax.annotate(
+        f"cost limit {limit:g}",
+        xy=(0.01, limit),
+        xycoords=("axes fraction", "data"),
+        xytext=(0, 3),
+        textcoords="offset points",
+        color="r",
+        fontsize=8,
+    )
+
+
 # ----------------------------------------------------------------------------- Figure 2
 
 
@@ -251,16 +265,7 @@ def write_sweep_figure(
                         )
             if key == "cost":
                 for limit in sorted(limits):
-                    ax.axhline(limit, color="r", ls="-.", lw=1.2, label=f"cost limit ({limit:g})")
-                    ax.annotate(
-                        f"cost limit {limit:g}",
-                        xy=(0.01, limit),
-                        xycoords=("axes fraction", "data"),
-                        xytext=(0, 3),
-                        textcoords="offset points",
-                        color="r",
-                        fontsize=8,
-                    )
+                    draw_cost_limit(ax, limit)
             title = ", ".join(method_name(m, a) for a, m in methods)
             ax.set_title(f"{env_id}: {title}", fontsize=9)
             ax.set_xlabel("epsilon (attack budget)")
@@ -530,16 +535,7 @@ def write_curves_figure(
             if title == "episode cost":
                 limits = {r.cost_limit for r in runs if r.env_id == env_id}
                 for limit in sorted(limits):
-                    ax.axhline(limit, color="r", ls="-.", lw=1.2, label=f"cost limit ({limit:g})")
-                    ax.annotate(
-                        f"cost limit {limit:g}",
-                        xy=(0.01, limit),
-                        xycoords=("axes fraction", "data"),
-                        xytext=(0, 3),
-                        textcoords="offset points",
-                        color="r",
-                        fontsize=8,
-                    )
+                    draw_cost_limit(ax, limit)
             ax.set_title(f"{env_id}: {title}", fontsize=9)
             ax.set_xlabel("environment steps")
             ax.grid(alpha=0.3)
