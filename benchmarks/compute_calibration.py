@@ -8,6 +8,10 @@ load:
 - a few epochs of ``vanilla`` on the reference task under ``fast`` and under ``paper``: the
   ratio of their update time per env step is the paper preset's update factor (full-batch,
   80-pass updates on 40,000-80,000-step epochs against fast's 10 minibatch passes);
+- a few epochs of ``vanilla`` under ``fast`` on every task, one after the other (``--train-only``
+  measures these alone and keeps the file's other values): each part's time per env step (env
+  stepping, policy, updates) relative to the reference task's prices the tasks without a
+  committed training run (their own epoch sizes, networks and physics, not only the raw env);
 - an evaluation of the fast run's agent as ``robustsafe evaluate`` runs it (10 envs in 2
   worker processes, float64), timed per attacker: its seconds per env step over the fast
   training's env + policy seconds per step are the evaluation factors, natural / random and
@@ -87,6 +91,26 @@ def train_split(
     return parts
 
 
+TRAIN_PARTS = {"env": "time_env", "policy": "time_policy", "update": "time_update"}
+
+
+def task_trainings(reference: str, epochs: int) -> dict[str, object]:
+    """Each task's fast vanilla training, a few epochs each, one after the other: its seconds
+    per env step by part, and each part relative to the reference task's."""
+    split = {}
+    for task in TASKS:
+        split[task] = train_split(task, "fast", epochs, 1)
+        print(task, {k: f"{1e6 * v:.0f} us" for k, v in split[task].items()}, flush=True)
+    return {
+        "train_epochs": epochs,
+        "train_seconds_per_step": split,
+        "train_over_reference": {
+            t: {k: split[t][col] / split[reference][col] for k, col in TRAIN_PARTS.items()}
+            for t in TASKS
+        },
+    }
+
+
 def eval_split(run: Path, episodes: int) -> dict[str, float]:
     """Seconds per env step of evaluating ``run``'s agent the way ``robustsafe evaluate`` does
     (10 envs in 2 worker processes), per attacker. An attacker's time is that of a natural +
@@ -132,6 +156,12 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument("--train-epochs", type=int, default=8, help="epochs per task (first skipped)")
+    p.add_argument(
+        "--train-only",
+        action="store_true",
+        help="measure the per-task vanilla trainings alone and update them in --out",
+    )
     p.add_argument(
         "--eval-only",
         action="store_true",
@@ -139,6 +169,16 @@ def main() -> None:
     )
     args = p.parse_args()
     out = Path(args.out)
+    if args.train_only:
+        result = json.loads(out.read_text())
+        result |= task_trainings(result["reference"], args.train_epochs)
+        result["train_command"] = "python benchmarks/compute_calibration.py " + " ".join(
+            sys.argv[1:]
+        )
+        result["train_load_average_at_end"] = os.getloadavg()[0]
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result["train_over_reference"], indent=2))
+        return
     if args.eval_only:
         result = json.loads(out.read_text())
         with tempfile.TemporaryDirectory() as tmp:
@@ -163,6 +203,7 @@ def main() -> None:
         fast = train_split(args.reference, "fast", 4, 1, out=run)
         evaluation = eval_factors(run, fast, args.eval_episodes)
     paper = train_split(args.reference, "paper", 2, 1)
+    trainings = task_trainings(args.reference, args.train_epochs)
     result = {
         "command": "python benchmarks/compute_calibration.py " + " ".join(sys.argv[1:]),
         "machine": {
@@ -177,6 +218,7 @@ def main() -> None:
         "fast_seconds_per_step": fast,
         "paper_seconds_per_step": paper,
         "paper_update_factor": paper["time_update"] / fast["time_update"],
+        **trainings,
         **evaluation,
     }
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -7,9 +7,10 @@ whole training (wall time over env steps: start-up, checkpoints and updates incl
 parts (env stepping, attacks, policy, updates; summed over epochs), pooled over seeds, per task
 and run directory name (the training mode, with the learner in front for learners other than
 PPOL). From ``benchmarks/results/compute/calibration.json``
-(``benchmarks/compute_calibration.py``): each task's raw env rate relative to the reference
-task, the paper preset's update cost per step relative to fast's, and an evaluation's cost per
-step relative to the fast training's env + policy cost.
+(``benchmarks/compute_calibration.py``): each task's env, policy and update time per step in
+a short fast vanilla training relative to the reference task's, the paper preset's update
+cost per step relative to fast's, and an evaluation's cost per step relative to the fast
+training's env + policy cost.
 
     python benchmarks/compute_rates.py
 """
@@ -62,8 +63,10 @@ def main() -> None:
         measured[f"{env}/{mode}"] = (*(round(x, 2) for x in us), int(s["runs"]), *layout)
     cal = json.loads(Path(args.calibration).read_text())
     rows = "\n".join(f"    {json.dumps(k)}: {v!r}," for k, v in measured.items())
+    parts = ("env", "policy", "update")
     ratios = "\n".join(
-        f"    {json.dumps(k)}: {round(v, 3)!r}," for k, v in cal["raw_over_reference"].items()
+        f"    {json.dumps(k)}: {tuple(round(v[part], 3) for part in parts)!r},"
+        for k, v in cal["train_over_reference"].items()
     )
     text = f'''"""Measured rates of the compute model (``robustsafe.experiments.compute``).
 
@@ -80,9 +83,10 @@ MEASURED = {{
 {rows}
 }}
 
-# The task the others are scaled from, and each task's raw env rate relative to it.
+# The task the others are scaled from, and each task's seconds per env step of env stepping,
+# policy and updates relative to it (fast vanilla trainings, a few epochs each, side by side).
 REFERENCE = {json.dumps(cal["reference"])}
-RAW_OVER_REFERENCE = {{
+TRAIN_OVER_REFERENCE = {{
 {ratios}
 }}
 

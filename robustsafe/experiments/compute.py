@@ -12,8 +12,10 @@ of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.p
   the machine's load changes that (the committed runs shared the machine with up to 6 jobs);
 - another task uses the reference task's (SafetyCarCircle-v0: the same (256, 256) networks as
   the Drone and Ant presets), or for another learner whichever task it was measured on, with
-  the env-stepping part scaled by the two tasks' raw random-action rates, measured side by side
-  (``benchmarks/compute_calibration.py``); a task without that measurement uses the source's
+  the env-stepping, policy and update parts each scaled by the two tasks' ratio in short fast
+  vanilla trainings run one after the other on an otherwise idle machine
+  (``benchmarks/compute_calibration.py --train-only``: the physics, the episode resets, the
+  epoch size's share of the update cost); a task without that measurement uses the source's
   rates unchanged (factor 1, stated);
 - a learner measured only in vanilla training adds PPOL's attack time of the mode; SAC-Lag at
   an entropy weight without runs uses another weight's rates; a learner without any runs counts
@@ -149,12 +151,14 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
     if source == task:
         basis = "measured"
     else:
-        ratio = rates.RAW_OVER_REFERENCE.get(task)
-        source_ratio = rates.RAW_OVER_REFERENCE.get(source)
+        ratio = rates.TRAIN_OVER_REFERENCE.get(task)
+        source_ratio = rates.TRAIN_OVER_REFERENCE.get(source)
         if ratio and source_ratio:
-            env = c.env * source_ratio / ratio
-            c = replace(c, wall=c.wall + env - c.env, env=env)
-            basis = f"{source}'s, env x{source_ratio / ratio:.2f} (raw rate)"
+            env, policy, update = (x / y for x, y in zip(ratio, source_ratio, strict=True))
+            scaled = replace(c, env=c.env * env, policy=c.policy * policy, update=c.update * update)
+            extra = scaled.env + scaled.policy + scaled.update - c.env - c.policy - c.update
+            c = replace(scaled, wall=c.wall + extra)
+            basis = f"{source}'s, env x{env:.2f}, policy x{policy:.2f}, update x{update:.2f}"
         else:
             basis = f"no measurement: {source}'s (x1.00)"
     if preset == "paper":

@@ -24,9 +24,13 @@ def test_measured_scaled_and_paper_rates():
     assert car.env + car.attack + car.policy + car.update <= car.wall  # wall adds start-up
     ref = step_cost(rates.REFERENCE, "adv-mc", "fast")
     ant = step_cost("SafetyAntRun-v0", "adv-mc", "fast")
-    ratio = rates.RAW_OVER_REFERENCE["SafetyAntRun-v0"]
-    assert ant.env == pytest.approx(ref.env / ratio) and "raw rate" in ant.basis
-    assert ant.wall == pytest.approx(ref.wall - ref.env + ref.env / ratio)
+    env, policy, update = rates.TRAIN_OVER_REFERENCE["SafetyAntRun-v0"]
+    assert (ant.env, ant.policy, ant.update) == pytest.approx(
+        (ref.env * env, ref.policy * policy, ref.update * update)
+    )
+    assert ant.attack == ref.attack and f"env x{env:.2f}" in ant.basis
+    scaled = ref.env * (env - 1) + ref.policy * (policy - 1) + ref.update * (update - 1)
+    assert ant.wall == pytest.approx(ref.wall + scaled)
     paper = step_cost("SafetyAntRun-v0", "adv-mc", "paper")
     assert paper.wall == pytest.approx(ant.wall + ant.update * (rates.PAPER_UPDATE_FACTOR - 1))
     assert "paper" in paper.basis
@@ -35,8 +39,8 @@ def test_measured_scaled_and_paper_rates():
 
 
 def test_other_learners_are_priced_from_their_own_runs(monkeypatch):
-    """Rates (wall, env, attack, policy, update) in microseconds; CarRun's raw rate is twice the
-    reference's, so its env part is half."""
+    """Rates (wall, env, attack, policy, update) in microseconds; the trainings side by side
+    give each task's (env, policy, update) time per step relative to the reference's."""
     measured = {
         "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
         "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1, 20, 2),
@@ -46,7 +50,8 @@ def test_other_learners_are_priced_from_their_own_runs(monkeypatch):
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "Ref-v0")
-    monkeypatch.setattr(rates, "RAW_OVER_REFERENCE", {"Ref-v0": 1.0, "Car-v0": 2.0, "Ant-v0": 0.5})
+    ratios = {"Ref-v0": (1.0, 1.0, 1.0), "Car-v0": (0.5, 1.0, 1.0), "Ant-v0": (2.0, 1.5, 0.5)}
+    monkeypatch.setattr(rates, "TRAIN_OVER_REFERENCE", ratios)
     own = step_cost("Car-v0", "vanilla", algo="sac-lag")
     assert (own.wall, own.update, own.basis) == pytest.approx((400e-6, 350e-6, "measured"))
     # another entropy weight: the learner's rates, said so
@@ -56,10 +61,11 @@ def test_other_learners_are_priced_from_their_own_runs(monkeypatch):
     adv = step_cost("Car-v0", "adv-mc", algo="sac-lag")
     assert (adv.wall, adv.attack) == pytest.approx((450e-6, 50e-6))
     assert "adv-mc as vanilla + PPOL's attack time" in adv.basis
-    # another task: the env part scaled by the raw rates (Car 2x, Ant 0.5x the reference)
+    # another task: each part scaled by Ant's ratio over Car's (env 4x, policy 1.5x, update 0.5x)
     ant = step_cost("Ant-v0", "vanilla", algo="sac-lag")
-    assert (ant.env, ant.wall) == pytest.approx((120e-6, 490e-6))
-    assert "Car-v0's, env x4.00 (raw rate)" in ant.basis
+    assert (ant.env, ant.policy, ant.update) == pytest.approx((120e-6, 30e-6, 175e-6))
+    assert ant.wall == pytest.approx(400e-6 + 90e-6 + 10e-6 - 175e-6)
+    assert "Car-v0's, env x4.00, policy x1.50, update x0.50" in ant.basis
     # a learner without runs: PPOL's, said so
     focops = step_cost("Car-v0", "vanilla", algo="focops")
     assert focops.wall == pytest.approx(70e-6) and focops.basis == "measured; focops as ppol"
@@ -122,7 +128,7 @@ def test_the_load_the_measured_runs_ran_under_is_divided_out(monkeypatch):
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "Car-v0")
-    monkeypatch.setattr(rates, "RAW_OVER_REFERENCE", {"Car-v0": 1.0})
+    monkeypatch.setattr(rates, "TRAIN_OVER_REFERENCE", {"Car-v0": (1.0, 1.0, 1.0)})
     assert [load_factor(k) for k in measured] == [1.0, 2.0, 1.0, 1.0]
     adv = step_cost("Car-v0", "adv-mc", algo="focops")
     assert (adv.wall, adv.env, adv.attack) == pytest.approx((200e-6, 50e-6, 60e-6))
