@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -32,6 +33,28 @@ def _layout(config: Path) -> tuple[int, int]:
     """(envs, worker processes) of a run, from its config.yaml."""
     cfg = yaml.safe_load(config.read_text())
     return int(cfg["num_envs"]), int(cfg["workers"])
+
+
+STOPPED = 3.0  # an epoch this many times the run's median epoch time was paused (SIGSTOP)
+
+
+def without_stopped_epochs(rows: list[dict[str, str]]) -> tuple[float, dict[str, float]]:
+    """A run's wall time and summed part times, each epoch that took over ``STOPPED`` times the
+    median epoch's wall time counted as a median epoch instead: the committed runs were at times
+    stopped (SIGSTOP) for other measurements, which lands in one epoch's clock."""
+    steps = [int(r["env_steps"]) for r in rows]
+    epoch_steps = [b - a for a, b in zip([0, *steps[:-1]], steps, strict=True)]
+    times = [n / float(r["steps_per_s"]) for n, r in zip(epoch_steps, rows, strict=True)]
+    median_time = statistics.median(times)
+    medians = {k: statistics.median(float(r[k]) for r in rows) for k in PARTS}
+    wall = float(rows[-1]["wall_time"])
+    parts = dict.fromkeys(PARTS, 0.0)
+    for r, t in zip(rows, times, strict=True):
+        stopped = t > STOPPED * median_time
+        wall -= t - median_time if stopped else 0.0
+        for k in PARTS:
+            parts[k] += medians[k] if stopped else float(r[k])
+    return wall, parts
 
 
 def main() -> None:
@@ -51,11 +74,12 @@ def main() -> None:
             rows = list(csv.DictReader(f))
         s = sums[(env, mode)]
         layouts[(env, mode)][_layout(metrics.parent / "config.yaml")] += 1
+        wall, parts = without_stopped_epochs(rows)
         s["steps"] += int(rows[-1]["env_steps"])
-        s["wall"] += float(rows[-1]["wall_time"])
+        s["wall"] += wall
         s["runs"] += 1
         for k in PARTS:
-            s[k] += sum(float(r[k]) for r in rows)
+            s[k] += parts[k]
     measured = {}
     for (env, mode), s in sorted(sums.items()):
         us = [1e6 * s["wall"] / s["steps"], *(1e6 * s[k] / s["steps"] for k in PARTS)]

@@ -135,3 +135,38 @@ def test_the_load_the_measured_runs_ran_under_is_divided_out(monkeypatch):
     assert adv.basis == "measured; load x2.00 divided out"
     assert step_cost("Car-v0", "vanilla").basis == "measured"
     assert step_cost("Car-v0", "vanilla", algo="cvpo").wall == pytest.approx(800e-6)
+
+
+def test_epochs_stopped_for_other_measurements_count_as_median_epochs():
+    """benchmarks/compute_rates.py: an epoch over 3x the median epoch time (a SIGSTOP pause)
+    counts as a median epoch, in the wall time and in each part."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "compute_rates_script", REPO_ROOT / "benchmarks" / "compute_rates.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    # five epochs of 100 steps at 10 s each but the fourth, paused for 90 s (100 s: over 3x 10);
+    # wall_time is cumulative, with 2 s of start-up before the first epoch
+    rows, wall_time = [], 2.0
+    for epoch, (seconds, env) in enumerate([(10, 6), (10, 6), (10, 7), (100, 96), (10, 6)], 1):
+        wall_time += seconds
+        rows.append(
+            {
+                "env_steps": str(100 * epoch),
+                "steps_per_s": str(100 / seconds),
+                "wall_time": str(wall_time),
+                "time_env": str(env),
+                "time_attack": "0",
+                "time_policy": "1",
+                "time_update": "3",
+            }
+        )
+    wall, parts = script.without_stopped_epochs(rows)
+    assert wall == pytest.approx(142.0 - 90)  # the pause taken out, start-up kept
+    assert parts["time_env"] == pytest.approx(6 + 6 + 7 + 6 + 6)  # the paused epoch's: median 6
+    assert parts["time_update"] == pytest.approx(15) and parts["time_policy"] == pytest.approx(5)
+    # no pause: the sums as they are
+    wall, parts = script.without_stopped_epochs(rows[:3])
+    assert wall == pytest.approx(32.0) and parts["time_env"] == pytest.approx(19)
