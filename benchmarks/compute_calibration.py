@@ -3,8 +3,8 @@ runs' metrics, all taken in one process, one after the other, so that they share
 load:
 
 - the raw random-action env rate of each task (20 envs, 2 subprocess workers, the presets'
-  layout), interleaved over ``--rounds`` rounds: the tasks without a committed training run
-  are modelled from their raw rate relative to the reference task's;
+  layout), interleaved over ``--rounds`` rounds: kept for reference (the model no longer uses
+  it: the per-task trainings below replaced it);
 - a few epochs of ``vanilla`` on the reference task under ``fast`` and under ``paper``: the
   ratio of their update time per env step is the paper preset's update factor (full-batch,
   80-pass updates on 40,000-80,000-step epochs against fast's 10 minibatch passes);
