@@ -1,7 +1,7 @@
 """Why SafetyAntCircle-v0 is hard for an exploring policy: how long the ant stays up.
 
 Plays fixed simple policies (zero actions; Gaussian noise at the std of PPOL's initial and
-late-training policy; uniform actions) on SafetyAntCircle-v0 and SafetyAntRun-v0, episodes cut
+late-training policy and at smaller stds; uniform actions) on SafetyAntCircle-v0 and SafetyAntRun-v0, episodes cut
 at 300 steps, and prints per policy the mean episode length, how many episodes ended by a fall
 (termination before the cut), the mean return and cost, and the mean distance from the arena's
 centre at the start. Bullet-Safety-Gym ends an Ant episode when its torso drops to 0.26 m.
@@ -29,6 +29,10 @@ def policies(rng: np.random.Generator, act_dim: int) -> dict[str, Callable[[], n
         "N(0, 0.61), PPOL's initial std": lambda: rng.normal(0.0, math.exp(-0.5), act_dim),
         "N(0, 0.35), std after 470 epochs": lambda: rng.normal(0.0, math.exp(-1.04), act_dim),
         "uniform in [-1, 1]": lambda: rng.uniform(-1.0, 1.0, act_dim),
+        # appended last, so that the rows above keep their random draws
+        "N(0, 0.2)": lambda: rng.normal(0.0, 0.2, act_dim),
+        "N(0, 0.14), std at init_log_std -2.0": lambda: rng.normal(0.0, math.exp(-2.0), act_dim),
+        "N(0, 0.1)": lambda: rng.normal(0.0, 0.1, act_dim),
     }
 
 
