@@ -1,6 +1,8 @@
 """Which code produced a result: RobustSafe's version, the git commit of the checkout it runs
 from (and whether the package's files differ from that commit), and the versions of the
-libraries the numbers depend on.
+libraries the numbers depend on, and the processor they ran on: the same seed gives the same
+numbers on the same kind of machine only (a simulator's and PyTorch's floating point differ in the
+last bits from one CPU to another, and a chaotic task amplifies that; docs/guarantees.md).
 
 Every run directory records it in ``provenance.json``, one entry per start or resume (a run
 resumed under other code says so), and every evaluation file under ``code``. The commit is
@@ -48,6 +50,19 @@ def _library_version(name: str) -> str | None:
         return None
 
 
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The processor's model name (Linux: the first ``model name`` of ``cpuinfo``; elsewhere
+    ``platform.processor()``), or None where neither says."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def git_state(package_dir: Path) -> tuple[str | None, bool | None]:
     """(commit, modified) of the git checkout that tracks ``package_dir/__init__.py``:
     ``modified`` is whether the package's tracked files differ from the commit. (None, None)
@@ -70,6 +85,8 @@ def code_version() -> dict[str, Any]:
         "commit": commit,
         "modified": modified,
         "python": platform.python_version(),
+        "machine": platform.machine() or None,
+        "cpu": cpu_model(),
     }
     info.update({name: _library_version(name) for name in LIBRARIES})
     return info

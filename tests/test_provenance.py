@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from tiny_config import tiny_config
 
-from robustsafe.provenance import code_version, git_state
+from robustsafe.provenance import code_version, cpu_model, git_state
 from robustsafe.train import train
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -56,6 +56,21 @@ def test_code_version_records_the_versions_results_depend_on():
     assert info["robustsafe"] == robustsafe.__version__
     assert info["torch"] == torch.__version__
     assert info["commit"] is None or len(info["commit"]) == 40
+    assert info["cpu"] == cpu_model()  # numbers are reproducible per kind of processor
+
+
+def test_cpu_model_reads_the_first_model_name(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: X\nmodel name\t: Example CPU 9000 @ 2.0GHz\n\n"
+        "processor\t: 1\nmodel name\t: Other\n"
+    )
+    assert cpu_model(cpuinfo) == "Example CPU 9000 @ 2.0GHz"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t:   \n")  # empty: fall back
+    import platform
+
+    assert cpu_model(cpuinfo) == (platform.processor() or None)
+    assert cpu_model(tmp_path / "missing") == (platform.processor() or None)
 
 
 @pytest.mark.filterwarnings("ignore:epoch 1 finished no episode")
