@@ -4,7 +4,8 @@ Plays fixed simple policies (zero actions; Gaussian noise at the std of PPOL's i
 late-training policy and at smaller stds; uniform actions) on SafetyAntCircle-v0 and
 SafetyAntRun-v0, episodes cut at 300 steps, and prints per policy the mean episode length, how
 many episodes ended by a fall (termination before the cut), the mean return and cost, and the
-mean distance from the arena's centre at the start. Bullet-Safety-Gym ends an Ant episode when its torso drops to 0.26 m.
+mean distance from the arena's centre at the start. Bullet-Safety-Gym ends an Ant episode when
+its torso drops to 0.26 m.
 
     python benchmarks/antcircle_falls.py --episodes 10 --out benchmarks/results/antcircle_falls.md
 """
