@@ -127,10 +127,15 @@ class SACLagConfig:
     # benchmarks/results/sac_multiplier): gradient 564.3 / cost 105.4 (lambda swinging 0.8-26),
     # pid 486.9 / 0.04.
     multiplier: str = "pid"
+    # Divide the actor loss by (1 + lambda) (Stooke et al. 2020, Alg. 1; FSRL's SAC-Lagrangian
+    # does): the gradient keeps its size when lambda jumps, only the reward / cost mix moves.
+    rescale: bool = False
 
     def __post_init__(self) -> None:
         _positive(self, "actor_lr", "critic_lr", "batch_size", "replay_size")
         _positive(self, "steps_per_collect", "updates_per_step")
+        if not isinstance(self.rescale, bool):
+            raise ValueError(f"sac.rescale must be true or false, got {self.rescale!r}")
         if self.multiplier not in ("gradient", "pid"):
             raise ValueError(f"sac.multiplier must be 'gradient' or 'pid', got {self.multiplier!r}")
         if self.alpha < 0 or self.lambda_init < 0 or self.lambda_lr < 0 or self.update_after < 0:

@@ -65,6 +65,15 @@ def test_actor_loss_has_the_entropy_reward_and_cost_terms():
     )
 
 
+def test_rescaled_actor_loss_divides_by_one_plus_lambda():
+    args = (T([-1.0, 2.0]), T([3.0, 1.0]), T([2.0, 0.0]))
+    # The loss above, 0.25, over 1 + 2.
+    assert float(actor_loss(*args, alpha=0.5, lam=2.0, rescale=True)) == pytest.approx(0.25 / 3)
+    # lambda = 0: nothing to rescale.
+    plain = actor_loss(*args, alpha=0.5, lam=0.0)
+    assert float(actor_loss(*args, alpha=0.5, lam=0.0, rescale=True)) == float(plain)
+
+
 def test_lagrange_step_ascends_and_projects_onto_nonnegative():
     assert lagrange_step(1.0, qc_estimate=5.0, threshold=3.75, lr=0.1) == pytest.approx(1.125)
     assert lagrange_step(1.0, qc_estimate=3.0, threshold=3.75, lr=0.1) == pytest.approx(0.925)

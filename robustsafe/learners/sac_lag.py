@@ -7,7 +7,7 @@ reparameterised, Q_r = min of the two reward heads, primes the polyak-averaged t
     y_r = r + gamma (1 - d) (min_i Q'_r,i(s', a') - alpha log pi(a'|s'))
     y_c = c + gamma (1 - d) Q'_c(s', a')
     L_Q = sum_i mean (Q_r,i(s, a) - y_r)^2 + mean (Q_c(s, a) - y_c)^2
-    L_pi = mean( alpha log pi(a~|s) - Q_r(s, a~) + lambda Q_c(s, a~) )
+    L_pi = mean( alpha log pi(a~|s) - Q_r(s, a~) + lambda Q_c(s, a~) ) / (1 + lambda if rescale)
     lambda <- max(0, lambda + lambda_lr (mean Q_c(s, a~) - qc_threshold))
 
 alpha is fixed (the appendix's sweep); lambda is kept non-negative by projection. With
@@ -69,10 +69,18 @@ def critic_loss(
 
 
 def actor_loss(
-    logp: torch.Tensor, q_r: torch.Tensor, q_c: torch.Tensor, alpha: float, lam: float
+    logp: torch.Tensor,
+    q_r: torch.Tensor,
+    q_c: torch.Tensor,
+    alpha: float,
+    lam: float,
+    rescale: bool = False,
 ) -> torch.Tensor:
-    """mean(alpha log pi - Q_r + lambda Q_c) on reparameterised actions."""
-    return (alpha * logp - q_r + lam * q_c).mean()
+    """mean(alpha log pi - Q_r + lambda Q_c) on reparameterised actions; divided by
+    (1 + lambda) with ``rescale`` (Stooke et al. 2020, Alg. 1), so that a jump of lambda changes
+    the mix of the objectives and not the size of the step."""
+    loss = (alpha * logp - q_r + lam * q_c).mean()
+    return loss / (1.0 + lam) if rescale else loss
 
 
 def lagrange_step(lam: float, qc_estimate: float, threshold: float, lr: float) -> float:
@@ -185,7 +193,7 @@ class SACLagrangian:
         act, logp = self.actor.sample(b["obs"], generator)
         q_r = self.critics.q_reward(b["obs"], act)
         q_c = self.critics.q_cost(b["obs"], act)
-        loss_pi = actor_loss(logp, q_r, q_c, cfg.alpha, self.multiplier)
+        loss_pi = actor_loss(logp, q_r, q_c, cfg.alpha, self.multiplier, cfg.rescale)
         self.actor_optim.zero_grad(set_to_none=True)
         loss_pi.backward()  # the critics' gradients from here are cleared before their step
         self.actor_optim.step()
