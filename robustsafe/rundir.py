@@ -46,9 +46,29 @@ def load_run_config(run_dir: Path) -> TrainConfig:
         what = "empty" if data is None else f"a {type(data).__name__}"
         raise ValueError(f"{path} is {what}, not a mapping of settings")
     try:
-        return from_dict(TrainConfig, data)
+        return from_dict(TrainConfig, with_settings_of_its_time(data))
     except (ValueError, TypeError) as err:
         raise ValueError(f"{path}: {err}") from None
+
+
+# Settings added after runs had been saved without them, with the behaviour those runs had:
+# a saved config of that learner that lacks one ran with this value, not with today's default
+# (a resume must go on as it began). Other learners' files keep the defaults, which they ignore.
+SETTINGS_BEFORE_THEY_EXISTED: dict[str, tuple[str, Any]] = {
+    "sac.multiplier": ("sac-lag", "gradient"),  # the per-step ascent was the only multiplier
+    "sac.rescale": ("sac-lag", False),  # the actor loss was not divided by (1 + lambda)
+}
+
+
+def with_settings_of_its_time(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a saved config) with every setting of ``SETTINGS_BEFORE_THEY_EXISTED`` that
+    its learner's file lacks set to its old value; a group the file lacks is left alone."""
+    out = dict(data)
+    for key, (algo, value) in SETTINGS_BEFORE_THEY_EXISTED.items():
+        group, name = key.split(".")
+        if out.get("algo") == algo and isinstance(out.get(group), dict):
+            out[group] = {name: value, **out[group]}
+    return out
 
 
 def _read_yaml(path: Path) -> Any:

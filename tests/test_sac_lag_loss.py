@@ -165,7 +165,7 @@ def test_one_gradient_step_on_hand_set_networks():
     y_c = c + gamma * (1 - d) * 0.5
     loss_q = ((1.0 - y_r) ** 2).mean() + ((2.0 - y_r) ** 2).mean() + ((0.5 - y_c) ** 2).mean()
     assert m["loss_q"] == pytest.approx(float(loss_q), rel=1e-5)
-    loss_pi = (alpha * logp - 1.0 + lam0 * 0.5).mean()
+    loss_pi = (alpha * logp - 1.0 + lam0 * 0.5).mean() / (1.0 + lam0)  # sac.rescale
     assert m["loss_pi"] == pytest.approx(float(loss_pi), rel=1e-5)
     thr = qc_threshold(1.0, gamma, 2)  # 0.95
     assert learner.multiplier == pytest.approx(max(0.0, lam0 + lam_lr * (0.5 - thr)), rel=1e-5)

@@ -235,3 +235,31 @@ def test_config_yaml_never_disagrees_with_the_state(cli_run):
     assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "4", "--seed", "9"]) == 2
     saved = yaml.safe_load((cli_run / "config.yaml").read_text())
     assert saved["epochs"] == 2 and saved["env_id"] == TOY
+
+
+# ----------------------------------------------------------------------------- old run files
+
+
+def _saved_config(run_dir, algo, sac):
+    from robustsafe.config import to_dict
+
+    data = to_dict(TrainConfig(algo=algo))
+    data["sac"] = sac(data["sac"])
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(data))
+    return run_dir
+
+
+def test_a_sac_run_saved_before_a_setting_existed_keeps_its_old_behaviour(tmp_path):
+    def without_new_settings(sac):
+        return {k: v for k, v in sac.items() if k not in ("rescale", "multiplier")}
+
+    old = load_run_config(_saved_config(tmp_path / "old", "sac-lag", without_new_settings))
+    assert old.sac.rescale is False and old.sac.multiplier == "gradient"
+    # Today's defaults differ, so a resume with them is refused rather than changing the run.
+    assert TrainConfig(algo="sac-lag").sac.rescale is True
+    # A file that names the settings keeps them; another learner's file keeps the defaults.
+    named = load_run_config(_saved_config(tmp_path / "named", "sac-lag", lambda s: s))
+    assert named.sac.rescale is True and named.sac.multiplier == "pid"
+    ppol = load_run_config(_saved_config(tmp_path / "ppol", "ppol", without_new_settings))
+    assert ppol.sac == TrainConfig().sac
