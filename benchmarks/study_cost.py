@@ -12,6 +12,7 @@ under the ``fast`` and the ``paper`` presets.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import tempfile
 from collections import defaultdict
@@ -81,6 +82,12 @@ def load_note() -> list[str]:
     ]
 
 
+def rate_source(basis: str) -> str:
+    """A run's basis without its load note (listed once, at the end of the page)."""
+    kept = [p for p in basis.split("; ") if not re.fullmatch(r"load x[0-9.]+ divided out", p)]
+    return "; ".join(kept)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="benchmarks/results/compute/study_cost.md")
@@ -106,18 +113,20 @@ def main() -> None:
         for preset in ("fast", "paper"):
             rows = study(preset, Path(tmp) / preset)
             by: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0])
+            bases: dict[tuple[str, str], set[str]] = defaultdict(set)
             for part, task, _, c in rows:
                 b = by[(part, task)]
                 b[0] += c.train_steps
                 b[1] += c.train_seconds
                 b[2] += c.eval_seconds
                 b[3] += 1
+                bases[(part, task)].add(rate_source(c.basis))
             lines += [
                 f"## Preset `{preset}`",
                 "",
                 "| learner | task | runs | env steps (training) | hours per run | "
-                "training core-h | evaluation core-h | total core-h |",
-                "|---|---|---|---|---|---|---|---|",
+                "training core-h | evaluation core-h | total core-h | rates |",
+                "|---|---|---|---|---|---|---|---|---|",
             ]
             all_steps = all_train = all_eval = 0.0
             for (part, task), (steps, tr, ev, n) in by.items():
@@ -125,7 +134,8 @@ def main() -> None:
                 lines.append(
                     f"| {part} | {task} | {n} | {steps:,.0f} | {(tr + ev) / n / 3600:.2f} | "
                     f"{tr * CPUS_PER_RUN / 3600:,.0f} | {ev * CPUS_PER_RUN / 3600:,.0f} | "
-                    f"{(tr + ev) * CPUS_PER_RUN / 3600:,.0f} |"
+                    f"{(tr + ev) * CPUS_PER_RUN / 3600:,.0f} | "
+                    f"{'; '.join(sorted(bases[(part, task)]))} |"
                 )
             core_h = (all_train + all_eval) * CPUS_PER_RUN / 3600
             ppol = sum(c.seconds for part, _, _, c in rows if part == "PPOL")
@@ -134,11 +144,11 @@ def main() -> None:
             lines += [
                 f"| **all** | | {len(rows)} | {all_steps:,.0f} | | "
                 f"{all_train * CPUS_PER_RUN / 3600:,.0f} | {all_eval * CPUS_PER_RUN / 3600:,.0f} "
-                f"| **{core_h:,.0f}** |",
+                f"| **{core_h:,.0f}** | |",
                 "",
-                "Bases of the rates (see `robustsafe/experiments/compute.py`): "
-                + "; ".join(f"`{b}`" for b in sorted({c.basis for *_, c in rows}))
-                + ".",
+                "Rates: `measured` where this task's runs of that learner were trained (load "
+                "divided out, see the end of this page), else scaled from another task's "
+                "measured runs by the per-task factors of `robustsafe/experiments/compute.py`.",
                 "",
             ]
     lines.insert(
