@@ -10,6 +10,12 @@ multiplier lambda. Without smoothing it is exactly the original implementation
 Stooke et al.'s refinements are settings: an exponential moving average of the error for the
 P term (``p_ema``) and of the cost for the D term (``d_ema``), and a derivative delay
 (``d_delay``, compare with the smoothed cost ``d_delay`` epochs ago).
+
+``fall_ema`` (ours, not Stooke et al.'s) smooths the multiplier only on its way down: it rises
+to the controller's value at once and falls as an exponential moving average,
+lambda_t = max(u_t, fall_ema * lambda_{t-1} + (1 - fall_ema) * u_t) for the controller's output
+u_t. A safe epoch right after an unsafe one then lowers lambda by a fraction of the gap, not
+all of it, which damps a period-two swing without slowing the reaction to a breach.
 """
 
 from __future__ import annotations
@@ -27,12 +33,13 @@ class PIDConfig:
     d_ema: float = 0.0  # weight of the previous smoothed cost; 0 = no smoothing (the paper)
     d_delay: int = 1  # epochs between the two costs whose difference is the D term
     lambda_max: float | None = None  # optional cap on lambda
+    fall_ema: float = 0.0  # weight of the previous lambda when lambda falls; 0 = none (the paper)
 
     def __post_init__(self) -> None:
         for name in ("kp", "ki", "kd"):
             if getattr(self, name) < 0:
                 raise ValueError(f"PID gain {name} must be >= 0, got {getattr(self, name)}")
-        for name in ("p_ema", "d_ema"):
+        for name in ("p_ema", "d_ema", "fall_ema"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.d_delay < 1:
@@ -68,6 +75,8 @@ def pid_step(state: PIDState, episode_cost: float, cfg: PIDConfig) -> PIDState:
     multiplier = max(
         0.0, cfg.kp * max(0.0, smoothed_error) + cfg.ki * integral + cfg.kd * derivative
     )
+    if multiplier < state.multiplier:  # falling: smoothed by fall_ema (0: not at all)
+        multiplier = cfg.fall_ema * state.multiplier + (1.0 - cfg.fall_ema) * multiplier
     if cfg.lambda_max is not None:
         multiplier = min(multiplier, cfg.lambda_max)
     return replace(

@@ -34,6 +34,19 @@ def test_pid_smoothing_and_delay():
     assert s.multiplier == pytest.approx(6.0)
 
 
+def test_pid_fall_ema_smooths_only_the_fall():
+    # kp 1, nothing else, limit 0: the unsmoothed multiplier is the epoch's cost.
+    cfg = PIDConfig(kp=1.0, ki=0.0, kd=0.0, cost_limit=0.0, fall_ema=0.75)
+    pid = PIDLagrangian(cfg)
+    assert pid.update(8.0) == pytest.approx(8.0)  # rise: at once
+    assert pid.update(0.0) == pytest.approx(6.0)  # fall: 0.75 * 8 + 0.25 * 0
+    assert pid.update(4.0) == pytest.approx(5.5)  # still falling: 0.75 * 6 + 0.25 * 4
+    assert pid.update(12.0) == pytest.approx(12.0)  # rise above the smoothed value: at once
+    # the same costs without fall_ema follow the cost exactly
+    plain = PIDLagrangian(PIDConfig(kp=1.0, ki=0.0, kd=0.0, cost_limit=0.0))
+    assert [plain.update(c) for c in (8.0, 0.0, 4.0)] == pytest.approx([8.0, 0.0, 4.0])
+
+
 def test_pid_cap():
     pid = PIDLagrangian(PIDConfig(lambda_max=0.5))
     assert pid.update(100.0) == 0.5  # uncapped: 9.5 + 0.285 + 0.095
@@ -51,7 +64,9 @@ def test_pid_state_round_trip():
     assert other.update(9.0) == pytest.approx(0.442)
 
 
-@pytest.mark.parametrize("bad", [dict(kp=-1.0), dict(p_ema=1.0), dict(d_delay=0)])
+@pytest.mark.parametrize(
+    "bad", [dict(kp=-1.0), dict(p_ema=1.0), dict(d_delay=0), dict(fall_ema=1.0)]
+)
 def test_pid_rejects_bad_settings(bad):
     with pytest.raises(ValueError):
         PIDConfig(**bad)
