@@ -37,6 +37,11 @@ def finite_mean(rows: list[dict[str, str]], key: str) -> float:
     return statistics.mean(values) if values else float("nan")
 
 
+def multiplier_key(rows: list[dict[str, str]]) -> str:
+    """The metrics.csv column of a run's Lagrange multiplier: ``lambda``, or FOCOPS's ``nu``."""
+    return "nu" if rows and "lambda" not in rows[0] and "nu" in rows[0] else "lambda"
+
+
 def training_summary(run: Path) -> dict[str, float]:
     with (run / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -47,7 +52,7 @@ def training_summary(run: Path) -> dict[str, float]:
         "wall_s": float(rows[-1]["wall_time"]),
         "train_reward_last10": finite_mean(tail, "ep_return"),
         "train_cost_last10": finite_mean(tail, "ep_cost"),
-        "lambda_final": float(rows[-1]["lambda"]),
+        "lambda_final": float(rows[-1][multiplier_key(rows)]),
     }
 
 

@@ -17,21 +17,21 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recipe_runs import LAST, finite_mean, training_summary  # noqa: E402
+from recipe_runs import LAST, finite_mean, multiplier_key, training_summary  # noqa: E402
 
 
 def band_rows(run: Path, band: int) -> list[str]:
     """One Markdown row per ``band`` epochs of ``run``: epochs, mean reward / cost / length /
-    lambda of the training episodes (epochs that finished no episode are left out)."""
+    multiplier (lambda; FOCOPS's nu) of the training episodes (epochs that finished no episode
+    are left out)."""
     with (run / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
 
     out = []
+    keys = ("ep_return", "ep_cost", "ep_length", multiplier_key(rows))
     for i in range(0, len(rows), band):
         chunk = rows[i : i + band]
-        reward, cost, length, lam = (
-            finite_mean(chunk, key) for key in ("ep_return", "ep_cost", "ep_length", "lambda")
-        )
+        reward, cost, length, lam = (finite_mean(chunk, key) for key in keys)
         epochs = f"{chunk[0]['epoch']}-{chunk[-1]['epoch']}"
         out.append(f"| {run} | {epochs} | {reward:.1f} | {cost:.2f} | {length:.0f} | {lam:.2f} |")
     return out

@@ -54,3 +54,14 @@ def test_last_ten_summary_skips_epochs_without_episodes(tmp_path: Path) -> None:
     assert summary["train_cost_last10"] == 3.625
     assert summary["epochs"] == 12
     assert summary["lambda_final"] == 1.2
+
+
+def test_focops_runs_report_their_nu_as_the_multiplier(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = ["epoch,env_steps,wall_time,ep_return,ep_cost,ep_length,nu"]
+    rows += ["1,100,1.0,5.0,1.0,300,0.25", "2,200,2.0,7.0,3.0,300,0.75"]
+    (run / "metrics.csv").write_text("\n".join(rows) + "\n")
+    module = _training_cost()
+    assert module.band_rows(run, 2) == [f"| {run} | 1-2 | 6.0 | 2.00 | 300 | 0.50 |"]
+    assert module.training_summary(run)["lambda_final"] == 0.75
