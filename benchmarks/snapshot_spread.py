@@ -18,15 +18,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import torch
+from train_eval_gap import collector_episodes, write_table
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main as cli_main
-from robustsafe.envs import VectorEnv
 from robustsafe.learners.cvpo import CVPO
 from robustsafe.learners.sac_lag import SACLagrangian
-from robustsafe.rollout import Collector
 from robustsafe.rundir import run_status
 
 
@@ -34,19 +32,9 @@ def play(run: Path, actor_state: dict, episodes: int) -> tuple[float, float]:
     """Mean reward / cost of the first ``episodes`` training-seeded episodes, sampled actions."""
     agent = load_agent(run)
     agent.actor.load_state_dict(actor_state)
-    cfg = agent.config
-    vec = VectorEnv(cfg.env_id, cfg.num_envs, seed=cfg.seed, workers=0, env_kwargs=cfg.env_kwargs)
-    try:
-        collector = Collector(vec, cfg.seed)
-        generator = torch.Generator().manual_seed(0)
-        done = []
-        with torch.no_grad():
-            while len(done) < episodes:
-                done.extend(collector.collect(agent.actor, 100, generator).episodes)
-    finally:
-        vec.close()
-    done = done[:episodes]
-    return float(np.mean([e.ret for e in done])), float(np.mean([e.cost for e in done]))
+    with torch.no_grad():
+        reward, cost, _ = collector_episodes(agent, 0, episodes, 0)
+    return reward, cost
 
 
 def snapshots(run: Path, steps: set[int]) -> tuple[dict[int, dict], int]:
@@ -112,10 +100,7 @@ def main() -> None:
     for k in sorted(kept):
         reward, cost = play(args.run, kept[k], args.episodes)
         lines.append(f"| {k} | {reward:.1f} | {cost:.2f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ The training cost (``metrics.csv``) is the mean cost of the stochastic policy's 
 episodes: ``num_envs`` envs spread over ``workers`` subprocesses, reset from the training
 seeds, episodes continuing across epochs. The evaluation cost (``eval.json``) is the mean over 50
 paired episodes from the evaluation seeds, 10 envs in one process, deterministic actions. This
-replays the final agent's stochastic policy under each combination, one change at a time:
+replays a SAC-Lag or CVPO agent's stochastic policy under each combination, one change at a
+time:
 
 - ``train``: the training collector as training ran it (its env count, workers, seeds);
 - ``train, in-process``: the same seeds and envs with no subprocesses;
@@ -19,15 +20,14 @@ A gap between rows names its cause (the seeds, the processes or the action).
 from __future__ import annotations
 
 import argparse
-import types
 from pathlib import Path
 
 import numpy as np
 import torch
+from squashed_action_check import natural, sampler
 
 from robustsafe.agent import load_agent
 from robustsafe.envs import VectorEnv
-from robustsafe.evaluate import evaluate_agent
 from robustsafe.rollout import Collector
 
 
@@ -49,26 +49,12 @@ def collector_episodes(agent, workers: int, episodes: int, seed: int) -> tuple[f
     return float(np.mean([e.ret for e in done])), float(np.mean([e.cost for e in done])), len(done)
 
 
-def protocol(agent, episodes: int, sampled_seed: int | None) -> tuple[float, float]:
-    if sampled_seed is not None:
-        generator = torch.Generator().manual_seed(sampled_seed)
-        if hasattr(agent.actor, "sample"):
-            act = lambda self, obs: self.sample(obs, generator)[0]  # noqa: E731
-        else:
-
-            def act(self, obs):
-                mean = self.mean_action(obs)
-                return mean + self.log_std.exp() * torch.randn(mean.shape, generator=generator)
-
-        agent.actor.deterministic_action = types.MethodType(act, agent.actor)
-    vec = VectorEnv(agent.config.env_id, 10, seed=0, workers=0, env_kwargs=agent.config.env_kwargs)
-    try:
-        with torch.no_grad():
-            (result,) = evaluate_agent(agent, vec, episodes=episodes, seed=0, attacks=["none"])
-    finally:
-        vec.close()
-    d = result.to_dict()
-    return d["reward_mean"], d["cost_mean"]
+def write_table(lines: list[str], out: Path | None) -> None:
+    """Print a Markdown table (and write it to ``out``)."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        out.write_text(text)
 
 
 def main() -> None:
@@ -85,9 +71,9 @@ def main() -> None:
         rows.append((f"train ({cfg.num_envs} envs, {cfg.workers} workers, training seeds)", r, c))
         r, c, _ = collector_episodes(load_agent(args.run), 0, args.episodes, 0)
         rows.append(("train, in-process", r, c))
-    r, c = protocol(load_agent(args.run), args.episodes, 0)
+    r, c = natural(args.run, sampler(0), args.episodes)
     rows.append(("eval seeds, sampled", r, c))
-    r, c = protocol(load_agent(args.run), args.episodes, None)
+    r, c = natural(args.run, None, args.episodes)
     rows.append(("eval seeds, deterministic (the protocol)", r, c))
     lines = [
         f"Command: `python benchmarks/train_eval_gap.py {args.run} --episodes {args.episodes}`",
@@ -96,10 +82,7 @@ def main() -> None:
         "|---|---:|---:|",
         *[f"| {name} | {r:.1f} | {c:.2f} |" for name, r, c in rows],
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":
