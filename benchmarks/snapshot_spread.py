@@ -33,7 +33,7 @@ def play(run: Path, actor_state: dict, episodes: int) -> tuple[float, float]:
     agent = load_agent(run)
     agent.actor.load_state_dict(actor_state)
     with torch.no_grad():
-        reward, cost, _ = collector_episodes(agent, 0, episodes, 0)
+        reward, cost = collector_episodes(agent, 0, episodes, 0)
     return reward, cost
 
 

@@ -31,7 +31,7 @@ from robustsafe.envs import VectorEnv
 from robustsafe.rollout import Collector
 
 
-def collector_episodes(agent, workers: int, episodes: int, seed: int) -> tuple[float, float, int]:
+def collector_episodes(agent, workers: int, episodes: int, seed: int) -> tuple[float, float]:
     """Mean reward / cost of the first ``episodes`` training-seeded episodes of sampled actions."""
     cfg = agent.config
     vec = VectorEnv(
@@ -46,7 +46,7 @@ def collector_episodes(agent, workers: int, episodes: int, seed: int) -> tuple[f
     finally:
         vec.close()
     done = done[:episodes]
-    return float(np.mean([e.ret for e in done])), float(np.mean([e.cost for e in done])), len(done)
+    return float(np.mean([e.ret for e in done])), float(np.mean([e.cost for e in done]))
 
 
 def write_table(lines: list[str], out: Path | None) -> None:
@@ -67,9 +67,9 @@ def main() -> None:
     cfg = load_agent(args.run).config
     rows = []
     with torch.no_grad():
-        r, c, _ = collector_episodes(load_agent(args.run), cfg.workers, args.episodes, 0)
+        r, c = collector_episodes(load_agent(args.run), cfg.workers, args.episodes, 0)
         rows.append((f"train ({cfg.num_envs} envs, {cfg.workers} workers, training seeds)", r, c))
-        r, c, _ = collector_episodes(load_agent(args.run), 0, args.episodes, 0)
+        r, c = collector_episodes(load_agent(args.run), 0, args.episodes, 0)
         rows.append(("train, in-process", r, c))
     r, c = natural(args.run, sampler(0), args.episodes)
     rows.append(("eval seeds, sampled", r, c))
