@@ -25,11 +25,9 @@ Absolute rates here depend on the load at the time; the model uses only ratios.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from robustsafe.envs import VectorEnv
+from robustsafe.experiments.machine_speed import train_split
 
 TASKS = (
     "SafetyCarRun-v0",
@@ -65,30 +64,6 @@ def raw_rate(env_id: str, seconds: float, num_envs: int = 20, workers: int = 2) 
 
 CHEAP_ATTACKS = ("none", "random")
 GRADIENT_ATTACKS = ("mad", "amad", "mc", "mr")
-
-
-def train_split(
-    env_id: str, preset: str, epochs: int, skip: int, out: Path | None = None
-) -> dict[str, float]:
-    """Per-env-step seconds of each part, over the epochs after the first ``skip``; the run is
-    kept in ``out`` where given."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = out if out is not None else Path(tmp) / "run"
-        cmd = [sys.executable, "-m", "robustsafe.cli", "train", "--env", env_id]
-        cmd += ["--preset", preset, "--epochs", str(epochs), "--out", str(out), "--no-progress"]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        with (out / "metrics.csv").open() as f:
-            rows = list(csv.DictReader(f))
-    before = int(rows[skip - 1]["env_steps"]) if skip else 0
-    rows = rows[skip:]
-    n = int(rows[-1]["env_steps"]) - before
-    per_epoch = n / len(rows)
-    parts = {
-        k: sum(float(r[k]) for r in rows) / n
-        for k in ("time_env", "time_attack", "time_policy", "time_update")
-    }
-    parts["epoch"] = sum(per_epoch / float(r["steps_per_s"]) for r in rows) / n
-    return parts
 
 
 TRAIN_PARTS = {"env": "time_env", "policy": "time_policy", "update": "time_update"}

@@ -92,6 +92,8 @@ def main() -> None:
         f"    {json.dumps(k)}: {tuple(round(v[part], 3) for part in parts)!r},"
         for k, v in cal["train_over_reference"].items()
     )
+    reference = cal["train_seconds_per_step"][cal["reference"]]
+    reference_us = 1e6 * sum(reference[k] for k in ("time_env", "time_policy", "time_update"))
     text = f'''"""Measured rates of the compute model (``robustsafe.experiments.compute``).
 
 Written by ``python benchmarks/compute_rates.py`` from the committed runs' metrics.csv
@@ -113,6 +115,10 @@ REFERENCE = {json.dumps(cal["reference"])}
 TRAIN_OVER_REFERENCE = {{
 {ratios}
 }}
+
+# The reference task's env + policy + update microseconds per env step in those trainings on
+# the rates' machine: what robustsafe.experiments.machine_speed compares another machine with.
+REFERENCE_TRAIN_US_PER_STEP = {round(reference_us, 1)!r}
 
 # Update seconds per env step under the paper preset over fast's (the reference task, vanilla).
 PAPER_UPDATE_FACTOR = {round(cal["paper_update_factor"], 3)!r}

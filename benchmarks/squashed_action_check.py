@@ -50,8 +50,14 @@ def sampler(seed: int):
     return sampled
 
 
-def natural(run: str, action, episodes: int) -> tuple[float, float]:
+def natural(
+    run: str, action, episodes: int, actor_state: dict | None = None
+) -> tuple[float, float]:
+    """The protocol's natural reward / cost of the run's agent (its actor replaced by
+    ``actor_state`` if given), with ``action`` in place of the deterministic action if given."""
     agent = load_agent(run)
+    if actor_state is not None:
+        agent.actor.load_state_dict(actor_state)
     if not hasattr(agent.actor, "gaussian"):
         raise SystemExit(f"{run}: not a squashed-Gaussian (sac-lag / cvpo) agent")
     if action is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -30,6 +31,12 @@ def cmd_grid(args: argparse.Namespace) -> int:
             "--parallel-runs is for the local backend only: with --backend ray the cluster's "
             "CPUs and --cpus-per-run set how many runs go at once"
         )
+    if (args.calibrate or args.machine_factor is not None) and not args.dry_run:
+        raise CLIError("--calibrate and --machine-factor go with --dry-run")
+    if args.calibrate and args.machine_factor is not None:
+        raise CLIError("give --calibrate (measure now) or --machine-factor, not both")
+    if args.machine_factor is not None and not 0 < args.machine_factor < float("inf"):
+        raise CLIError(f"--machine-factor must be a positive number, got {args.machine_factor}")
     appendix_attacks = args.appendix_attacks or ""
     xi_sweep = args.xi_sweep or ""
     if args.appendix:
@@ -83,7 +90,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
             plan = plan_grid(spec)
             print(format_plan(plan))
-            print(format_cost(spec, plan))
+            print(format_cost(spec, plan, machine_factor=_machine_factor(args)))
             return 0
         with _sigterm_as_interrupt():
             results = run_grid(spec)
@@ -98,6 +105,22 @@ def cmd_grid(args: argparse.Namespace) -> int:
         return 130
     print(format_results(results))
     return 0 if all(r.ok for r in results) else 1
+
+
+def _machine_factor(args: argparse.Namespace) -> float | None:
+    """``--machine-factor``, or with ``--calibrate`` this machine's, measured now."""
+    if not args.calibrate:
+        return args.machine_factor
+    from robustsafe.experiments.machine_speed import measure
+
+    print("calibrating: a short training of the reference task (about a minute) ...", flush=True)
+    factor, seconds = measure()
+    print(
+        f"this machine: {seconds * 1e6:.0f} us per env step of the reference training, "
+        f"x{factor:.2f} the rates' machine (load average {os.getloadavg()[0]:.1f}); next time "
+        f"pass --machine-factor {factor:.2f}"
+    )
+    return factor
 
 
 @contextmanager
@@ -219,6 +242,17 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print the plan, and each run's env steps and expected wall time (the compute "
         "model), and stop",
+    )
+    g.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="with --dry-run: first time a short training here and scale the expected times "
+        "to this machine (and its load now)",
+    )
+    g.add_argument(
+        "--machine-factor",
+        type=float,
+        help="with --dry-run: multiply the expected times by this (a factor --calibrate printed)",
     )
     g.add_argument(
         "--appendix",

@@ -30,8 +30,10 @@ policy): one for natural and random episodes, one for the gradient attackers (MA
 MR, and the appendix's). A rough guide: the attack part of an evaluation scales with the
 network, not the env.
 
-The rates are this 2-core machine's; on another machine scale them (the basis column names
-them). ``robustsafe grid --dry-run`` prints the model's numbers after the plan.
+The rates are one 2-core machine's (the basis column names them). ``robustsafe grid --dry-run``
+prints the model's numbers after the plan; with ``--calibrate`` it first times a short training
+here (``machine_speed``) and multiplies every time by this machine's factor against the rates'
+machine, which ``--machine-factor`` gives without measuring again.
 """
 
 from __future__ import annotations
@@ -232,13 +234,25 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def format_cost(spec, plan: Sequence, costs: Sequence[RunCost] | None = None) -> str:
+def format_cost(
+    spec,
+    plan: Sequence,
+    costs: Sequence[RunCost] | None = None,
+    machine_factor: float | None = None,
+) -> str:
     """Per run: env steps and expected wall time of its training and evaluations; the total,
-    in run-hours and core-hours (``cpus_per_run`` cores per run)."""
+    in run-hours and core-hours (``cpus_per_run`` cores per run). ``machine_factor``: how much
+    slower this machine is than the rates' (``machine_speed``); every time is multiplied by it."""
     costs = [run_cost(spec, p) for p in plan] if costs is None else list(costs)
+    scale = 1.0 if machine_factor is None else machine_factor
+    costs = [
+        replace(c, train_seconds=c.train_seconds * scale, eval_seconds=c.eval_seconds * scale)
+        for c in costs
+    ]
+    machine = "" if machine_factor is None else f"; times x{machine_factor:.2f} for this machine"
     lines = [
-        "expected cost (rates measured on a 2-core machine, 20 envs in 2 processes per run; "
-        "see robustsafe.experiments.compute):",
+        "expected cost (rates measured on a 2-core machine, 20 envs in 2 processes per run"
+        f"{machine}; see robustsafe.experiments.compute):",
         f"{'run':<48} {'train steps':>12} {'train':>8} {'eval steps':>11} {'eval':>8}  basis",
     ]
     for p, c in zip(plan, costs, strict=True):
@@ -262,7 +276,7 @@ def format_cost(spec, plan: Sequence, costs: Sequence[RunCost] | None = None) ->
         line += "; on Ray: run-hours / the cluster's runs at a time (CPUs // cpus_per_run)"
     lines.append(line)
     load, cores = _load()
-    if load is not None and cores and load > cores:
+    if machine_factor is None and load is not None and cores and load > cores:
         lines.append(
             f"note: this machine's load average is {load:.1f} on {cores} cores; the rates were "
             f"measured on an idle one: expect up to about {load / cores:.1f}x longer"

@@ -54,6 +54,10 @@ TRAIN_OVER_REFERENCE = {
     "SafetyAntCircle-v0": (0.879, 0.932, 1.121),
 }
 
+# The reference task's env + policy + update microseconds per env step in those trainings on
+# the rates' machine: what robustsafe.experiments.machine_speed compares another machine with.
+REFERENCE_TRAIN_US_PER_STEP = 1178.6
+
 # Update seconds per env step under the paper preset over fast's (the reference task, vanilla).
 PAPER_UPDATE_FACTOR = 4.395
 
