@@ -404,7 +404,9 @@ def _save_agents(
 ) -> None:
     """agent.pt, and a checkpoint every ``checkpoint_every`` epochs (the config names the
     learner, so evaluation and the attackers load any learner's agent the same way)."""
-    nets = (learner.actor, learner.v_reward, learner.v_cost, critics)
+    # an off-policy learner may save another policy than the one it acts with (``saved_actor``)
+    actor = getattr(learner, "saved_actor", learner.actor)
+    nets = (actor, learner.v_reward, learner.v_cost, critics)
     save_agent(out / "agent.pt", cfg, *nets, epoch)
     if cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
         save_agent(out / "checkpoints" / f"agent_epoch_{epoch:04d}.pt", cfg, *nets, epoch)

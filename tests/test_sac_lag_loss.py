@@ -169,3 +169,46 @@ def test_one_gradient_step_on_hand_set_networks():
     assert m["loss_pi"] == pytest.approx(float(loss_pi), rel=1e-5)
     thr = qc_threshold(1.0, gamma, 2)  # 0.95
     assert learner.multiplier == pytest.approx(max(0.0, lam0 + lam_lr * (0.5 - thr)), rel=1e-5)
+
+
+def test_the_actor_average_follows_every_step_and_is_the_saved_policy():
+    """actor_average 0.75: after each gradient step avg <- 0.75 avg + 0.25 actor, by hand; the
+    saved policy is the average, and without it the last actor."""
+    cfg = SACLagConfig(actor_lr=0.1, actor_average=0.75, multiplier="gradient")
+    actor = _actor(0.1, math.log(0.5))
+    learner = SACLagrangian(
+        actor, QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
+    )
+    assert learner.saved_actor is learner.actor_average is not actor
+    batch = {
+        "obs": np.ones((4, 1), np.float32),
+        "act": np.zeros((4, 1), np.float32),
+        "reward": np.ones(4, np.float32),
+        "cost": np.ones(4, np.float32),
+        "next_obs": np.ones((4, 1), np.float32),
+        "done": np.zeros(4, np.float32),
+    }
+    gen = torch.Generator().manual_seed(3)
+    expected = [p.detach().clone() for p in actor.parameters()]
+    for _ in range(3):
+        learner.update(batch, gen)
+        live = actor.parameters()
+        expected = [0.75 * e + 0.25 * p.detach() for e, p in zip(expected, live, strict=True)]
+    got = list(learner.actor_average.parameters())
+    assert not torch.allclose(got[-1], list(actor.parameters())[-1])  # the actor moved on
+    for e, g in zip(expected, got, strict=True):
+        assert torch.allclose(e, g, atol=1e-7)
+    assert all(not p.requires_grad for p in got)
+    resumed = SACLagrangian(
+        _actor(0.0, 0.0), QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
+    )
+    resumed.load_state_dict(learner.state_dict())
+    for a, b in zip(resumed.actor_average.parameters(), got, strict=True):
+        assert torch.equal(a, b)
+    plain = SACLagConfig(multiplier="gradient")
+    last = SACLagrangian(
+        actor, QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), plain, 1, 1, 2
+    )
+    assert last.saved_actor is actor and "actor_average" not in last.state_dict()
+    with pytest.raises(ValueError, match="actor_average"):
+        SACLagConfig(actor_average=1.0)

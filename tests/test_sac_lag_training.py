@@ -103,6 +103,20 @@ def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
         assert (obs[[i + 2 for i in going_on]] == next_obs[going_on]).all()
 
 
+def test_the_agent_file_holds_the_actor_average_and_resume_keeps_it(tmp_path):
+    def averaged(out: Path, *extra: str) -> int:
+        return sac_train(out, "--set", "sac.actor_average=0.9", *extra)
+
+    full, cut = full_and_resumed(averaged, tmp_path, "vanilla")
+    learner = load_state(full / "state.pt")["learner"]
+    saved = load_agent(full).actor.state_dict()
+    for name, value in saved.items():
+        assert torch.equal(value, learner["actor_average"][name])
+    assert not all(torch.equal(v, learner["actor"][k]) for k, v in saved.items())
+    resumed = load_state(cut / "state.pt")["learner"]["actor_average"]
+    assert all(torch.equal(v, resumed[k]) for k, v in learner["actor_average"].items())
+
+
 def test_sa_modes_are_refused_for_sac_lag(tmp_path, capsys):
     assert sac_train(tmp_path / "x", "--mode", "sa-mr") == 2
     assert "SA's regulariser (sa-mr) is for the on-policy learners" in capsys.readouterr().err

@@ -31,7 +31,9 @@ after each chunk the learner stores the chunk's transitions (``add``: true obser
 loop takes ``updates_per_step`` gradient steps per stored transition, each
 ``update(replay.sample(batch_size, np_rng), generator)``. The replay buffer, target networks and
 multiplier are in the learner's ``state_dict``, hence in the resumable state. An off-policy
-learner's ``critics`` (Q_r, Q_c) are the attackers' critics too: the loop trains no others.
+learner's ``critics`` (Q_r, Q_c) are the attackers' critics too: the loop trains no others. One
+may offer ``saved_actor``, the policy the agent file holds when it is not ``actor`` (SAC-Lag's
+weight average).
 What the two loops share (the run directory and its files, the robust hooks) lives outside both.
 """
 

@@ -10,6 +10,10 @@ reparameterised, Q_r = min of the two reward heads, primes the polyak-averaged t
     L_pi = mean( alpha log pi(a~|s) - Q_r(s, a~) + lambda Q_c(s, a~) ) / (1 + lambda if rescale)
     lambda <- max(0, lambda + lambda_lr (mean Q_c(s, a~) - qc_threshold))
 
+With ``actor_average`` > 0 a Polyak average of the actor's weights follows every gradient step,
+avg <- actor_average avg + (1 - actor_average) pi, and is the policy saved in the agent file
+(``saved_actor``); the envs are stepped with the last actor either way.
+
 alpha is fixed (the appendix's sweep); lambda is kept non-negative by projection. With
 ``multiplier="pid"`` lambda instead comes from the PID controller fed once per epoch with the
 mean cost of the episodes finished in it (``end_epoch``), as PPO-Lagrangian's. The cost
@@ -160,6 +164,15 @@ class SACLagrangian:
         self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)
         self.lam = float(cfg.lambda_init)
         self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
+        self.actor_average: SquashedGaussianActor | None = None
+        if cfg.actor_average > 0:
+            self.actor_average = copy.deepcopy(actor).requires_grad_(False)
+            self.actor_average.obs_normalizer = actor.obs_normalizer  # the live one, as targets'
+
+    @property
+    def saved_actor(self) -> SquashedGaussianActor:
+        """The policy the agent file holds: the weight average if kept, else the last actor."""
+        return self.actor if self.actor_average is None else self.actor_average
 
     @property
     def multiplier(self) -> float:
@@ -202,6 +215,8 @@ class SACLagrangian:
         if self.pid is None:
             self.lam = lagrange_step(self.lam, qc_estimate, self.qc_threshold, cfg.lambda_lr)
         _polyak(self.target, self.critics, cfg.polyak)
+        if self.actor_average is not None:
+            _polyak(self.actor_average, self.actor, cfg.actor_average)
         return {
             "loss_q": loss_q,
             "loss_pi": float(loss_pi.detach()),
@@ -220,6 +235,11 @@ class SACLagrangian:
             "replay": self.replay.state_dict(),
             "lam": self.lam,
             **({} if self.pid is None else {"pid": self.pid.state_dict()}),
+            **(
+                {}
+                if self.actor_average is None
+                else {"actor_average": self.actor_average.state_dict()}
+            ),
         }
 
     def load_state_dict(self, d: dict) -> None:
@@ -232,3 +252,5 @@ class SACLagrangian:
         self.lam = float(d["lam"])
         if self.pid is not None:
             self.pid.load_state_dict(d["pid"])
+        if self.actor_average is not None:
+            self.actor_average.load_state_dict(d["actor_average"])
