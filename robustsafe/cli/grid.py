@@ -252,7 +252,8 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--machine-factor",
         type=float,
-        help="with --dry-run: multiply the expected times by this (a factor --calibrate printed)",
+        help="with --dry-run: multiply the expected times by this, a factor --calibrate printed "
+        "(default: none, the times of the rates' machine)",
     )
     g.add_argument(
         "--appendix",
