@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -114,7 +115,13 @@ def _machine_factor(args: argparse.Namespace) -> float | None:
     from robustsafe.experiments.machine_speed import measure
 
     print("calibrating: a short training of the reference task (about a minute) ...", flush=True)
-    factor, seconds = measure()
+    try:
+        factor, seconds = measure()
+    except subprocess.CalledProcessError as err:
+        raise CLIError(
+            f"--calibrate: the reference training failed (exit {err.returncode}); `robustsafe "
+            "train --env SafetyCarCircle-v0 --preset fast --epochs 3` shows why"
+        ) from None
     print(
         f"this machine: {seconds * 1e6:.0f} us per env step of the reference training, "
         f"x{factor:.2f} the rates' machine (load average {os.getloadavg()[0]:.1f}); next time "

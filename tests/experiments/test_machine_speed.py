@@ -87,3 +87,18 @@ def test_dry_run_with_a_machine_factor(tmp_path, capsys):
     hours = [float(re.search(r"([\d.]+) run-hours", t).group(1)) for t in (plain, scaled)]
     assert hours[1] == pytest.approx(3 * hours[0], abs=0.15)
     assert "times x3.00 for this machine" in scaled
+
+
+def test_a_failed_calibration_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    import subprocess
+
+    from robustsafe.experiments import machine_speed
+
+    def fails(*args, **kwargs):
+        raise subprocess.CalledProcessError(1, ["robustsafe", "train"])
+
+    monkeypatch.setattr(machine_speed.subprocess, "run", fails)
+    argv = ["grid", "--envs", "SafetyCarRun-v0", "--modes", "vanilla", "--out", str(tmp_path)]
+    assert cli_main([*argv, "--dry-run", "--calibrate"]) == 2
+    err = capsys.readouterr().err
+    assert "the reference training failed (exit 1)" in err and len(err.strip().splitlines()) == 1
