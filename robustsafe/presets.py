@@ -197,12 +197,18 @@ _OFF_POLICY: dict[str, dict[str, Any]] = {
 # (benchmarks/results/sac_multiplier): the first 50-episode snapshot with reward >= 500 and cost
 # <= 5 came at 50k steps instead of 110k, and the final agent (150k steps) at 557.6 / 0.74
 # instead of 486.9 / 0.04 (400k).
+# The agent file holds a 0.995 Polyak average of the actor's weights (sac.actor_average): a
+# last actor's cost is one draw from a wide spread. Played against the last actor of the same
+# training (benchmarks/results/sac_multiplier, 11 runs): never costlier by more than 0.1, and
+# every last actor that cost more than 1 made cheaper (17.44 -> 0.00, 32.42 -> 9.40, 22.32 ->
+# 11.46, 1.78 -> 0.10).
 _FAST_SAC: dict[str, Any] = dict(
     num_envs=5,
     steps_per_epoch=1_000,
     epochs=150,
     checkpoint_every=10,
     pid=dict(kp=0.05, ki=0.0005, kd=0.1),
+    sac=dict(actor_average=0.995),
 )
 # CVPO, fast: FSRL's lighter updates (K = 16 actions per state, batches of 256, one M-step
 # iteration), its faster target averaging (polyak 0.95, FSRL's tau 0.05) and its bound on the
@@ -262,7 +268,7 @@ def preset(
         off = dict(_OFF_POLICY[name])
         if name == "fast":
             off.update(_FAST_OFF_POLICY.get(algo, {}))
-        for group in ("pid", "cvpo"):
+        for group in ("pid", "sac", "cvpo"):
             groups[group].update(off.pop(group, {}))
         ratio = off["epochs"] / values.get("epochs", 100)
         r = groups["robust"]

@@ -57,6 +57,7 @@ def load_run_config(run_dir: Path) -> TrainConfig:
 SETTINGS_BEFORE_THEY_EXISTED: dict[str, tuple[str, Any]] = {
     "sac.multiplier": ("sac-lag", "gradient"),  # the per-step ascent was the only multiplier
     "sac.rescale": ("sac-lag", False),  # the actor loss was not divided by (1 + lambda)
+    "sac.actor_average": ("sac-lag", 0.0),  # the agent file held the last actor
 }
 
 

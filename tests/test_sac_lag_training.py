@@ -26,7 +26,7 @@ from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config
 from robustsafe.experiments.table import collect_table
 from robustsafe.nets import SquashedGaussianActor
 from robustsafe.pid import PIDConfig, PIDState, pid_step
-from robustsafe.presets import preset
+from robustsafe.presets import preset, resolve
 from robustsafe.runstate import load_state
 from robustsafe.schedule import epsilon_at
 
@@ -220,3 +220,12 @@ def test_fast_sac_steps_its_pid_after_every_episode_batch_with_fsrls_gains():
     assert (ppol.pid.kp, ppol.pid.ki, ppol.pid.kd) == (0.1, 0.01, 0.001)  # PPOL's untouched
     paper = preset("SafetyCarRun-v0", "paper", algo="sac-lag")
     assert (paper.steps_per_epoch, paper.num_envs) == (10_000, 20)
+
+
+@pytest.mark.parametrize("env_id", ["SafetyCarRun-v0", "SafetyCarCircle-v0"])
+def test_fast_sac_saves_the_actors_weight_average_and_paper_the_last_actor(env_id):
+    assert preset(env_id, "fast", algo="sac-lag").sac.actor_average == 0.995
+    assert preset(env_id, "paper", algo="sac-lag").sac.actor_average == 0.0
+    # an explicit setting still wins over the preset's
+    explicit = resolve(env_id, "fast", algo="sac-lag", sets=["sac.actor_average=0"])
+    assert explicit.sac.actor_average == 0

@@ -252,10 +252,12 @@ def _saved_config(run_dir, algo, sac):
 
 def test_a_sac_run_saved_before_a_setting_existed_keeps_its_old_behaviour(tmp_path):
     def without_new_settings(sac):
-        return {k: v for k, v in sac.items() if k not in ("rescale", "multiplier")}
+        return {k: v for k, v in sac.items() if k not in ("rescale", "multiplier", "actor_average")}
 
     old = load_run_config(_saved_config(tmp_path / "old", "sac-lag", without_new_settings))
     assert old.sac.rescale is False and old.sac.multiplier == "gradient"
+    # its agent file holds the last actor, though today's fast preset saves the weight average
+    assert old.sac.actor_average == 0.0
     # Today's defaults differ, so a resume with them is refused rather than changing the run.
     assert TrainConfig(algo="sac-lag").sac.rescale is True
     # A file that names the settings keeps them; another learner's file keeps the defaults.
