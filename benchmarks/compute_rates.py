@@ -1,8 +1,9 @@
 """Write the compute model's table of measured rates (``robustsafe/experiments/compute_rates.py``).
 
 From the committed runs (Table 1's, ``benchmarks/results/table1/<env>/<mode>/seed*/metrics.csv``,
-and the other learners', ``benchmarks/results/table1alg/<env>/<learner>-<mode>/...``; preset
-``fast``, 20 envs in 2 worker processes, this 2-core machine): seconds per env step of the
+and the other learners', ``benchmarks/results/table1alg/<env>/<learner>-<mode>/...``, the runs
+on the rates' processor only (``RATES_CPU``); preset ``fast``, 20 envs in 2 worker processes, a
+2-core machine): seconds per env step of the
 whole training (wall time over env steps: start-up, checkpoints and updates included) and its
 parts (env stepping, attacks, policy, updates; summed over epochs), pooled over seeds, per task
 and run directory name (the training mode, with the learner in front for learners other than
@@ -27,6 +28,19 @@ from pathlib import Path
 import yaml
 
 PARTS = ("time_env", "time_attack", "time_policy", "time_update")
+# The processor the rates were measured on; a run whose provenance names another one (another
+# machine's speed) is left out, and robustsafe.experiments.machine_speed scales to other machines.
+RATES_CPU = "AMD EPYC"
+
+
+def on_the_rates_machine(run: Path) -> bool:
+    """Whether every start of ``run`` (its ``provenance.json``) ran on ``RATES_CPU``; runs older
+    than provenance files were all trained there."""
+    path = run / "provenance.json"
+    if not path.exists():
+        return True
+    starts = json.loads(path.read_text()).get("starts", [])
+    return all(start.get("cpu") == RATES_CPU for start in starts)
 
 
 def _layout(config: Path) -> tuple[int, int]:
@@ -60,7 +74,14 @@ def without_stopped_epochs(rows: list[dict[str, str]]) -> tuple[float, dict[str,
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument(
-        "--runs", nargs="+", default=["benchmarks/results/table1", "benchmarks/results/table1alg"]
+        "--runs",
+        nargs="+",
+        default=[
+            "benchmarks/results/table1",
+            "benchmarks/results/table1alg",
+            # the SAC-Lag table's runs of the rates' machine (the last actor saved; same training)
+            "benchmarks/results/sac_multiplier/last-actor-table",
+        ],
     )
     p.add_argument("--calibration", default="benchmarks/results/compute/calibration.json")
     p.add_argument("--out", default="robustsafe/experiments/compute_rates.py")
@@ -68,7 +89,7 @@ def main() -> None:
     sums: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     layouts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     found = (sorted(Path(d).glob("*/*/seed*/metrics.csv")) for d in args.runs)
-    for metrics in (m for runs in found for m in runs):
+    for metrics in (m for runs in found for m in runs if on_the_rates_machine(m.parent)):
         env, mode = metrics.parts[-4], metrics.parts[-3]
         with metrics.open() as f:
             rows = list(csv.DictReader(f))
@@ -94,10 +115,12 @@ def main() -> None:
     )
     reference = cal["train_seconds_per_step"][cal["reference"]]
     reference_us = 1e6 * sum(reference[k] for k in ("time_env", "time_policy", "time_update"))
+    runs_text = ",\n".join(args.runs)
     text = f'''"""Measured rates of the compute model (``robustsafe.experiments.compute``).
 
 Written by ``python benchmarks/compute_rates.py`` from the committed runs' metrics.csv
-({", ".join(args.runs)}; preset fast, 2 cores) and
+({runs_text};
+preset fast, 2 cores, the runs on {RATES_CPU} only) and
 {args.calibration}; do not edit.
 """
 

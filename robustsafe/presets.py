@@ -199,9 +199,9 @@ _OFF_POLICY: dict[str, dict[str, Any]] = {
 # instead of 486.9 / 0.04 (400k).
 # The agent file holds a 0.995 Polyak average of the actor's weights (sac.actor_average): a
 # last actor's cost is one draw from a wide spread. Played against the last actor of the same
-# training (benchmarks/results/sac_multiplier, 11 runs): never costlier by more than 0.1, and
-# every last actor that cost more than 1 made cheaper (17.44 -> 0.00, 32.42 -> 9.40, 22.32 ->
-# 11.46, 1.78 -> 0.10).
+# training (benchmarks/results/sac_multiplier, 12 runs): never costlier by more than 0.1, and
+# every last actor that cost more than 1 made cheaper (25.34 -> 1.50, 17.44 -> 0.00, 32.42 ->
+# 9.40, 22.32 -> 11.46, 1.78 -> 0.10).
 _FAST_SAC: dict[str, Any] = dict(
     num_envs=5,
     steps_per_epoch=1_000,

@@ -1,7 +1,10 @@
 """Measured rates of the compute model (``robustsafe.experiments.compute``).
 
 Written by ``python benchmarks/compute_rates.py`` from the committed runs' metrics.csv
-(benchmarks/results/table1, benchmarks/results/table1alg; preset fast, 2 cores) and
+(benchmarks/results/table1,
+benchmarks/results/table1alg,
+benchmarks/results/sac_multiplier/last-actor-table;
+preset fast, 2 cores, the runs on AMD EPYC only) and
 benchmarks/results/compute/calibration.json; do not edit.
 """
 

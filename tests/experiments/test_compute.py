@@ -170,3 +170,29 @@ def test_epochs_stopped_for_other_measurements_count_as_median_epochs():
     # no pause: the sums as they are
     wall, parts = script.without_stopped_epochs(rows[:3])
     assert wall == pytest.approx(32.0) and parts["time_env"] == pytest.approx(19)
+
+
+def test_runs_of_another_processor_are_left_out_of_the_rates(tmp_path):
+    """benchmarks/compute_rates.py: the rates are one machine's; a run started (even once) on
+    another processor is skipped, and a run older than provenance files is kept."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "compute_rates_script", REPO_ROOT / "benchmarks" / "compute_rates.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+
+    def run(name, cpus):
+        d = tmp_path / name
+        d.mkdir()
+        if cpus is not None:
+            starts = [{"start_epoch": 10 * i, "cpu": cpu} for i, cpu in enumerate(cpus)]
+            (d / "provenance.json").write_text(json.dumps({"starts": starts}))
+        return d
+
+    assert script.on_the_rates_machine(run("old", None))
+    assert script.on_the_rates_machine(run("here", [script.RATES_CPU, script.RATES_CPU]))
+    assert not script.on_the_rates_machine(run("there", ["Intel(R) Xeon(R) Processor"]))
+    assert not script.on_the_rates_machine(run("resumed", [script.RATES_CPU, "Intel(R) Xeon"]))
