@@ -137,9 +137,8 @@ def test_the_load_the_measured_runs_ran_under_is_divided_out(monkeypatch):
     assert step_cost("Car-v0", "vanilla", algo="cvpo").wall == pytest.approx(800e-6)
 
 
-def test_epochs_stopped_for_other_measurements_count_as_median_epochs():
-    """benchmarks/compute_rates.py: an epoch over 3x the median epoch time (a SIGSTOP pause)
-    counts as a median epoch, in the wall time and in each part."""
+def _compute_rates_script():
+    """benchmarks/compute_rates.py, loaded as a module (it is a script, not in the package)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -147,6 +146,13 @@ def test_epochs_stopped_for_other_measurements_count_as_median_epochs():
     )
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
+    return script
+
+
+def test_epochs_stopped_for_other_measurements_count_as_median_epochs():
+    """benchmarks/compute_rates.py: an epoch over 3x the median epoch time (a SIGSTOP pause)
+    counts as a median epoch, in the wall time and in each part."""
+    script = _compute_rates_script()
     # five epochs of 100 steps at 10 s each but the fourth, paused for 90 s (100 s: over 3x 10);
     # wall_time is cumulative, with 2 s of start-up before the first epoch
     rows, wall_time = [], 2.0
@@ -175,14 +181,9 @@ def test_epochs_stopped_for_other_measurements_count_as_median_epochs():
 def test_runs_of_another_processor_are_left_out_of_the_rates(tmp_path):
     """benchmarks/compute_rates.py: the rates are one machine's; a run started (even once) on
     another processor is skipped, and a run older than provenance files is kept."""
-    import importlib.util
     import json
 
-    spec = importlib.util.spec_from_file_location(
-        "compute_rates_script", REPO_ROOT / "benchmarks" / "compute_rates.py"
-    )
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _compute_rates_script()
 
     def run(name, cpus):
         d = tmp_path / name
