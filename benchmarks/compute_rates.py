@@ -79,7 +79,7 @@ def main() -> None:
         default=[
             "benchmarks/results/table1",
             "benchmarks/results/table1alg",
-            # the SAC-Lag table's runs of the rates' machine (the last actor saved; same training)
+            # the SAC-Lag table's earlier runs, on the rates' machine (the same training code)
             "benchmarks/results/sac_multiplier/last-actor-table",
         ],
     )
