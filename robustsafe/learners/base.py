@@ -143,31 +143,84 @@ def minibatches(n: int, size: int | None, generator: torch.Generator) -> list[to
     return list(torch.randperm(n, generator=generator).split(size))
 
 
-def fit_value_critics(
-    v_reward: torch.nn.Module,
-    v_cost: torch.nn.Module,
-    optim: torch.optim.Optimizer,
-    data: dict[str, torch.Tensor],
-    passes: int,
-    minibatch_size: int | None,
-    max_grad_norm: float | None,
-    generator: torch.Generator,
-) -> float:
-    """Regress V_r and V_c on the GAE returns from the true observations (every on-policy
-    learner's critic step); returns the last minibatch's loss."""
-    params = list(v_reward.parameters()) + list(v_cost.parameters())
-    n = data["true_obs"].shape[0]
-    loss_value = 0.0
-    for _ in range(passes):
-        for idx in minibatches(n, minibatch_size, generator):
-            obs = data["true_obs"][idx]
-            loss = ((v_reward(obs) - data["ret_r"][idx]) ** 2).mean() + (
-                (v_cost(obs) - data["ret_c"][idx]) ** 2
-            ).mean()
-            optim.zero_grad(set_to_none=True)
-            loss.backward()
-            if max_grad_norm is not None:
-                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-            optim.step()
-            loss_value = float(loss.detach())
-    return loss_value
+class OnPolicyNetworks:
+    """What PPO-Lagrangian and FOCOPS share: the Gaussian actor, V_r and V_c, one Adam for the
+    actor and one for both critics, the actor's optimiser step and the critics' regression. A
+    learner built on it adds its actor loss and its multiplier (and the multiplier's state)."""
+
+    def __init__(
+        self,
+        actor: GaussianActor,
+        v_reward: ValueCritic,
+        v_cost: ValueCritic,
+        actor_lr: float,
+        critic_lr: float,
+    ) -> None:
+        self.actor = actor
+        self.v_reward = v_reward
+        self.v_cost = v_cost
+        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=actor_lr)
+        self.critic_params = list(v_reward.parameters()) + list(v_cost.parameters())
+        self.critic_optim = torch.optim.Adam(self.critic_params, lr=critic_lr)
+
+    def actor_step(
+        self,
+        loss: torch.Tensor,
+        idx: torch.Tensor,
+        extra_actor_loss: ExtraActorLoss | None,
+        max_grad_norm: float | None,
+    ) -> float:
+        """One Adam step of the actor on ``loss`` plus, when given, SA's extra term on the
+        same minibatch ``idx``, gradient norm clipped at ``max_grad_norm`` (None: no clip).
+        Returns the extra term's value (0 without one)."""
+        extra_value = 0.0
+        if extra_actor_loss is not None:
+            extra = extra_actor_loss(self.actor, idx)
+            loss = loss + extra
+            extra_value = float(extra.detach())
+        self.actor_optim.zero_grad(set_to_none=True)
+        loss.backward()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.actor.parameters(), max_grad_norm)
+        self.actor_optim.step()
+        return extra_value
+
+    def fit_critics(
+        self,
+        data: dict[str, torch.Tensor],
+        passes: int,
+        minibatch_size: int | None,
+        max_grad_norm: float | None,
+        generator: torch.Generator,
+    ) -> float:
+        """Regress V_r and V_c on the GAE returns from the true observations; returns the last
+        minibatch's loss."""
+        n = data["true_obs"].shape[0]
+        loss_value = 0.0
+        for _ in range(passes):
+            for idx in minibatches(n, minibatch_size, generator):
+                obs = data["true_obs"][idx]
+                loss = ((self.v_reward(obs) - data["ret_r"][idx]) ** 2).mean() + (
+                    (self.v_cost(obs) - data["ret_c"][idx]) ** 2
+                ).mean()
+                self.critic_optim.zero_grad(set_to_none=True)
+                loss.backward()
+                if max_grad_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(self.critic_params, max_grad_norm)
+                self.critic_optim.step()
+                loss_value = float(loss.detach())
+        return loss_value
+
+    def networks_state(self) -> dict:
+        """The networks' and optimisers' state (a learner's ``state_dict`` adds its multiplier)."""
+        return {
+            "actor": self.actor.state_dict(),
+            "v_reward": self.v_reward.state_dict(),
+            "v_cost": self.v_cost.state_dict(),
+            "actor_optim": self.actor_optim.state_dict(),
+            "critic_optim": self.critic_optim.state_dict(),
+        }
+
+    def load_networks_state(self, d: dict) -> None:
+        for key in ("actor", "v_reward", "v_cost", "actor_optim", "critic_optim"):
+            getattr(self, key).load_state_dict(d[key])

@@ -44,13 +44,12 @@ the indicator, so the SA modes work for FOCOPS as for PPO-Lagrangian.
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from robustsafe.buffers import Rollout
 from robustsafe.config import FOCOPSConfig
 from robustsafe.learners.base import (
     ExtraActorLoss,
-    fit_value_critics,
+    OnPolicyNetworks,
     minibatches,
     rollout_advantages,
 )
@@ -91,7 +90,7 @@ def nu_step(nu: float, episode_cost: float, cfg: FOCOPSConfig) -> float:
     return min(max(nu - cfg.nu_lr * (cfg.cost_limit - episode_cost), 0.0), cfg.nu_max)
 
 
-class FOCOPS:
+class FOCOPS(OnPolicyNetworks):
     """An ``OnPolicyLearner`` (``robustsafe.learners.base``)."""
 
     def __init__(
@@ -101,14 +100,8 @@ class FOCOPS:
         v_cost: ValueCritic,
         cfg: FOCOPSConfig,
     ) -> None:
+        super().__init__(actor, v_reward, v_cost, cfg.actor_lr, cfg.critic_lr)
         self.cfg = cfg
-        self.actor = actor
-        self.v_reward = v_reward
-        self.v_cost = v_cost
-        self.actor_optim = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
-        self.critic_optim = torch.optim.Adam(
-            list(self.v_reward.parameters()) + list(self.v_cost.parameters()), lr=cfg.critic_lr
-        )
         self.nu = cfg.nu_init
 
     @property
@@ -150,14 +143,7 @@ class FOCOPS:
                     cfg.temperature,
                     cfg.kl_bound,
                 )
-                if extra_actor_loss is not None:
-                    extra = extra_actor_loss(self.actor, idx)
-                    loss = loss + extra
-                    extra_sum += float(extra.detach())
-                self.actor_optim.zero_grad(set_to_none=True)
-                loss.backward()
-                _clip(self.actor, cfg.actor_max_grad_norm)
-                self.actor_optim.step()
+                extra_sum += self.actor_step(loss, idx, extra_actor_loss, cfg.actor_max_grad_norm)
                 inside_sum += float((kl.detach() <= cfg.kl_bound).float().mean())
                 steps += 1
             passes += 1
@@ -168,15 +154,8 @@ class FOCOPS:
             if kl_mean > cfg.kl_bound:
                 break
 
-        critic_loss = fit_value_critics(
-            self.v_reward,
-            self.v_cost,
-            self.critic_optim,
-            data,
-            cfg.critic_passes,
-            cfg.minibatch_size,
-            cfg.critic_max_grad_norm,
-            generator,
+        critic_loss = self.fit_critics(
+            data, cfg.critic_passes, cfg.minibatch_size, cfg.critic_max_grad_norm, generator
         )
         metrics = {
             "nu": self.nu,
@@ -193,24 +172,8 @@ class FOCOPS:
     # ------------------------------------------------------------------ state
 
     def state_dict(self) -> dict:
-        return {
-            "actor": self.actor.state_dict(),
-            "v_reward": self.v_reward.state_dict(),
-            "v_cost": self.v_cost.state_dict(),
-            "actor_optim": self.actor_optim.state_dict(),
-            "critic_optim": self.critic_optim.state_dict(),
-            "nu": self.nu,
-        }
+        return {**self.networks_state(), "nu": self.nu}
 
     def load_state_dict(self, d: dict) -> None:
-        self.actor.load_state_dict(d["actor"])
-        self.v_reward.load_state_dict(d["v_reward"])
-        self.v_cost.load_state_dict(d["v_cost"])
-        self.actor_optim.load_state_dict(d["actor_optim"])
-        self.critic_optim.load_state_dict(d["critic_optim"])
+        self.load_networks_state(d)
         self.nu = float(d["nu"])
-
-
-def _clip(module: nn.Module, max_norm: float | None) -> None:
-    if max_norm is not None:
-        nn.utils.clip_grad_norm_(module.parameters(), max_norm)

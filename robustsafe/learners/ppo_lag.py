@@ -19,13 +19,12 @@ with that choice (files not kept) V's loss exploded and ADV-PPOL(MR) on CarRun c
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from robustsafe.buffers import Rollout
 from robustsafe.config import PPOLagConfig
 from robustsafe.learners.base import (
     ExtraActorLoss,
-    fit_value_critics,
+    OnPolicyNetworks,
     minibatches,
     rollout_advantages,
 )
@@ -54,7 +53,7 @@ def ppo_lagrangian_loss(
     return (-surrogate + lam * (ratio * adv_c).mean()) / (1.0 + lam)
 
 
-class PPOLagrangian:
+class PPOLagrangian(OnPolicyNetworks):
     """An ``OnPolicyLearner`` (``robustsafe.learners.base``)."""
 
     def __init__(
@@ -65,14 +64,8 @@ class PPOLagrangian:
         cfg: PPOLagConfig,
         pid: PIDConfig,
     ) -> None:
+        super().__init__(actor, v_reward, v_cost, cfg.actor_lr, cfg.critic_lr)
         self.cfg = cfg
-        self.actor = actor
-        self.v_reward = v_reward
-        self.v_cost = v_cost
-        self.actor_optim = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
-        self.critic_optim = torch.optim.Adam(
-            list(self.v_reward.parameters()) + list(self.v_cost.parameters()), lr=cfg.critic_lr
-        )
         self.pid = PIDLagrangian(pid)
 
     @property
@@ -126,27 +119,13 @@ class PPOLagrangian:
                 loss = ppo_lagrangian_loss(
                     log_ratio, data["adv_r"][idx], data["adv_c"][idx], lam, cfg.clip_ratio
                 )
-                if extra_actor_loss is not None:
-                    extra = extra_actor_loss(self.actor, idx)
-                    loss = loss + extra
-                    extra_sum += float(extra.detach())
-                self.actor_optim.zero_grad(set_to_none=True)
-                loss.backward()
-                _clip(self.actor, cfg.actor_max_grad_norm)
-                self.actor_optim.step()
+                extra_sum += self.actor_step(loss, idx, extra_actor_loss, cfg.actor_max_grad_norm)
             if stop:
                 break
             passes += 1
 
-        critic_loss = fit_value_critics(
-            self.v_reward,
-            self.v_cost,
-            self.critic_optim,
-            data,
-            cfg.critic_passes,
-            cfg.minibatch_size,
-            cfg.critic_max_grad_norm,
-            generator,
+        critic_loss = self.fit_critics(
+            data, cfg.critic_passes, cfg.minibatch_size, cfg.critic_max_grad_norm, generator
         )
         metrics = {
             "lambda": lam,
@@ -162,24 +141,8 @@ class PPOLagrangian:
     # ------------------------------------------------------------------ state
 
     def state_dict(self) -> dict:
-        return {
-            "actor": self.actor.state_dict(),
-            "v_reward": self.v_reward.state_dict(),
-            "v_cost": self.v_cost.state_dict(),
-            "actor_optim": self.actor_optim.state_dict(),
-            "critic_optim": self.critic_optim.state_dict(),
-            "pid": self.pid.state_dict(),
-        }
+        return {**self.networks_state(), "pid": self.pid.state_dict()}
 
     def load_state_dict(self, d: dict) -> None:
-        self.actor.load_state_dict(d["actor"])
-        self.v_reward.load_state_dict(d["v_reward"])
-        self.v_cost.load_state_dict(d["v_cost"])
-        self.actor_optim.load_state_dict(d["actor_optim"])
-        self.critic_optim.load_state_dict(d["critic_optim"])
+        self.load_networks_state(d)
         self.pid.load_state_dict(d["pid"])
-
-
-def _clip(module: nn.Module, max_norm: float | None) -> None:
-    if max_norm is not None:
-        nn.utils.clip_grad_norm_(module.parameters(), max_norm)

@@ -15,6 +15,7 @@ from tiny_config import tiny_config
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.config import TrainConfig
+from robustsafe.rundir import with_settings_of_its_time
 from robustsafe.train import load_run_config, run_status, train
 
 
@@ -258,6 +259,10 @@ def test_a_sac_run_saved_before_a_setting_existed_keeps_its_old_behaviour(tmp_pa
     assert old.sac.rescale is False and old.sac.multiplier == "gradient"
     # its agent file holds the last actor, though today's fast preset saves the weight average
     assert old.sac.actor_average == 0.0
+    # ... by the table of old settings, not only because the dataclass default is 0 as well
+    old_file = yaml.safe_load((tmp_path / "old" / "config.yaml").read_text())
+    assert "actor_average" not in old_file["sac"]
+    assert with_settings_of_its_time(old_file)["sac"]["actor_average"] == 0.0
     # Today's defaults differ, so a resume with them is refused rather than changing the run.
     assert TrainConfig(algo="sac-lag").sac.rescale is True
     # A file that names the settings keeps them; another learner's file keeps the defaults.
