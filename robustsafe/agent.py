@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from robustsafe.config import TrainConfig, from_dict, to_dict
+from robustsafe.config import OFF_POLICY_ALGOS, TrainConfig, from_dict, to_dict
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor, ObsNormalizer, SquashedGaussianActor, ValueCritic
 from robustsafe.runstate import (
@@ -68,7 +68,7 @@ def build_networks(
     norm = ObsNormalizer(obs_dim) if cfg.obs_normalization else None
     h = cfg.ppo.hidden
     actor: GaussianActor | SquashedGaussianActor
-    if cfg.algo in ("sac-lag", "cvpo"):  # tanh-squashed Gaussian, state-dependent std
+    if cfg.algo in OFF_POLICY_ALGOS:  # tanh-squashed Gaussian, state-dependent std
         actor = SquashedGaussianActor(obs_dim, act_dim, h, act_low, act_high, norm)
     else:
         actor = GaussianActor(

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from robustsafe.config import OFF_POLICY_ALGOS
 from robustsafe.experiments import compute_rates as rates
 
 
@@ -69,7 +70,7 @@ class RunCost:
         return self.train_seconds + self.eval_seconds
 
 
-OFF_POLICY_LABELS = ("sac-lag", "cvpo")  # run-directory prefixes of the off-policy learners
+OFF_POLICY_LABELS = OFF_POLICY_ALGOS  # run-directory prefixes of the off-policy learners
 
 
 def _rollout_group(key: str) -> tuple:

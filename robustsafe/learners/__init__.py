@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from robustsafe.config import OFF_POLICY_ALGOS
 from robustsafe.critics import QCritics
 from robustsafe.learners.base import OffPolicyLearner, OnPolicyLearner
 from robustsafe.learners.cvpo import CVPO
@@ -49,7 +50,7 @@ def make_learner(
         return PPOLagrangian(actor, v_reward, v_cost, cfg.ppo, cfg.pid)
     if cfg.algo == "focops":
         return FOCOPS(actor, v_reward, v_cost, cfg.focops)
-    if cfg.algo in ("sac-lag", "cvpo"):
+    if cfg.algo in OFF_POLICY_ALGOS:
         if critics is None:
             raise ValueError(f"{cfg.algo} needs its Q critics")
         T = cfg.episode_steps or episode_steps or 1_000

@@ -35,22 +35,27 @@ learner's ``critics`` (Q_r, Q_c) are the attackers' critics too: the loop trains
 may offer ``saved_actor``, the policy the agent file holds when it is not ``actor`` (SAC-Lag's
 weight average).
 What the two loops share (the run directory and its files, the robust hooks) lives outside both.
+What the learners of one kind share lives here: ``OnPolicyNetworks`` (actor, V_r / V_c, their
+optimisers, the actor step and the critics' regression) and ``OffPolicyNetworks`` (actor, Q
+critics and their target, optimisers, replay); each learner module adds only its own math.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import torch
 
 from robustsafe.buffers import ReplayBuffer, Rollout, gae
-from robustsafe.critics import QCritics
+from robustsafe.critics import QCritics, _polyak
 from robustsafe.nets import GaussianActor, SquashedGaussianActor, ValueCritic
 
 # An optional extra actor loss on a minibatch of flat indices (SA's regulariser).
 ExtraActorLoss = Callable[[GaussianActor, torch.Tensor], torch.Tensor]
+_Net = TypeVar("_Net", bound=torch.nn.Module)
 
 
 @runtime_checkable
@@ -224,3 +229,67 @@ class OnPolicyNetworks:
     def load_networks_state(self, d: dict) -> None:
         for key in ("actor", "v_reward", "v_cost", "actor_optim", "critic_optim"):
             getattr(self, key).load_state_dict(d[key])
+
+
+class OffPolicyNetworks:
+    """What SAC-Lagrangian and CVPO share: the squashed-Gaussian actor, the Q critics and their
+    target copy, one Adam each for the actor and the critics, and the replay buffer (true
+    observations). V_r and V_c stay untrained: they are the slots every agent file has. A
+    learner built on it adds its losses, its multipliers and their state."""
+
+    def __init__(
+        self,
+        actor: SquashedGaussianActor,
+        critics: QCritics,
+        v_reward: ValueCritic,
+        v_cost: ValueCritic,
+        actor_lr: float,
+        critic_lr: float,
+        obs_dim: int,
+        act_dim: int,
+        replay_size: int,
+    ) -> None:
+        self.actor = actor
+        self.critics = critics
+        self.v_reward = v_reward
+        self.v_cost = v_cost
+        self.target = frozen_copy(critics)
+        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=actor_lr)
+        self.critic_optim = torch.optim.Adam(critics.parameters(), lr=critic_lr)
+        self.replay = ReplayBuffer(obs_dim, act_dim, replay_size)
+
+    def add(self, ro: Rollout) -> None:
+        """Store a rollout's transitions, from the true observations (a time-limit truncation
+        is not a terminal: the target bootstraps through it)."""
+        self.replay.add(*ro.flat())
+
+    def update_target(self, polyak: float) -> None:
+        """target <- polyak * target + (1 - polyak) * critics."""
+        _polyak(self.target, self.critics, polyak)
+
+    def networks_state(self) -> dict:
+        """The networks', optimisers' and replay's state (a learner adds its own)."""
+        return {
+            "actor": self.actor.state_dict(),
+            "critics": self.critics.state_dict(),
+            "target": self.target.state_dict(),
+            "actor_optim": self.actor_optim.state_dict(),
+            "critic_optim": self.critic_optim.state_dict(),
+            "replay": self.replay.state_dict(),
+        }
+
+    def load_networks_state(self, d: dict) -> None:
+        for key in ("actor", "critics", "target", "actor_optim", "critic_optim", "replay"):
+            getattr(self, key).load_state_dict(d[key])
+
+
+def frozen_copy(net: _Net) -> _Net:
+    """A copy of ``net`` without gradients (a target network, a weight average) that sees
+    observations through ``net``'s live normaliser(s), not a copy of them."""
+    out = copy.deepcopy(net).requires_grad_(False)
+    if isinstance(net, QCritics):
+        out.q_reward.obs_normalizer = net.q_reward.obs_normalizer
+        out.q_cost.obs_normalizer = net.q_cost.obs_normalizer
+    else:
+        out.obs_normalizer = net.obs_normalizer
+    return out

@@ -42,15 +42,14 @@ are ``critics.QCritics``, the attackers' critics too.
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
 import torch
 
-from robustsafe.buffers import ReplayBuffer, Rollout
 from robustsafe.config import CVPOConfig
 from robustsafe.critics import QCritics, _polyak
+from robustsafe.learners.base import OffPolicyNetworks, frozen_copy
 from robustsafe.learners.sac_lag import critic_step, qc_threshold
 from robustsafe.nets import SquashedGaussianActor, ValueCritic
 
@@ -239,7 +238,7 @@ def multiplier_step(alpha: float, kl: float, eps: float, lr: float, alpha_max: f
 # ----------------------------------------------------------------------------- the learner
 
 
-class CVPO:
+class CVPO(OffPolicyNetworks):
     """An ``OffPolicyLearner`` (``robustsafe.learners.base``)."""
 
     def __init__(
@@ -254,19 +253,18 @@ class CVPO:
         episode_steps: int,
     ) -> None:
         self.cfg = cfg
-        self.actor = actor
-        self.critics = critics
-        self.v_reward = v_reward  # untrained: the slots every agent file has
-        self.v_cost = v_cost
-        self.target = copy.deepcopy(critics).requires_grad_(False)
-        self.target_actor = copy.deepcopy(actor).requires_grad_(False)  # pi_old
-        # The targets see observations through the live normaliser, not a copy.
-        self.target.q_reward.obs_normalizer = critics.q_reward.obs_normalizer
-        self.target.q_cost.obs_normalizer = critics.q_cost.obs_normalizer
-        self.target_actor.obs_normalizer = actor.obs_normalizer
-        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
-        self.critic_optim = torch.optim.Adam(critics.parameters(), lr=cfg.critic_lr)
-        self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)
+        super().__init__(
+            actor,
+            critics,
+            v_reward,
+            v_cost,
+            cfg.actor_lr,
+            cfg.critic_lr,
+            obs_dim,
+            act_dim,
+            cfg.replay_size,
+        )
+        self.target_actor = frozen_copy(actor)  # pi_old
         self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
         self.eta = self.lam = float(cfg.dual_init)
         self.alpha_mean = self.alpha_std = 0.0
@@ -278,10 +276,6 @@ class CVPO:
     def end_epoch(self, mean_episode_cost: float | None) -> None:
         """Nothing: the E-step's dual carries the cost constraint, per gradient step."""
 
-    def add(self, ro: Rollout) -> None:
-        """Store a rollout's transitions from the true observations (truncation bootstraps)."""
-        self.replay.add(*ro.flat())
-
     def update(self, batch: dict[str, np.ndarray], generator: torch.Generator) -> dict[str, float]:
         """One step: critics, E-step, ``mstep_iters`` M-step iterations, then the targets."""
         b = {k: torch.as_tensor(v) for k, v in batch.items()}
@@ -289,7 +283,7 @@ class CVPO:
         w, u, mu_old, log_std_old, em = self._estep(b["obs"], generator)
         m.update(em)
         m.update(self._mstep(b["obs"], w, u, mu_old, log_std_old))
-        _polyak(self.target, self.critics, self.cfg.polyak)
+        self.update_target(self.cfg.polyak)
         _polyak(self.target_actor, self.actor, self.cfg.polyak)
         return m
 
@@ -372,22 +366,12 @@ class CVPO:
 
     def state_dict(self) -> dict:
         return {
-            "actor": self.actor.state_dict(),
-            "critics": self.critics.state_dict(),
-            "target": self.target.state_dict(),
+            **self.networks_state(),
             "target_actor": self.target_actor.state_dict(),
-            "actor_optim": self.actor_optim.state_dict(),
-            "critic_optim": self.critic_optim.state_dict(),
-            "replay": self.replay.state_dict(),
             "duals": [self.eta, self.lam, self.alpha_mean, self.alpha_std],
         }
 
     def load_state_dict(self, d: dict) -> None:
-        self.actor.load_state_dict(d["actor"])
-        self.critics.load_state_dict(d["critics"])
-        self.target.load_state_dict(d["target"])
+        self.load_networks_state(d)
         self.target_actor.load_state_dict(d["target_actor"])
-        self.actor_optim.load_state_dict(d["actor_optim"])
-        self.critic_optim.load_state_dict(d["critic_optim"])
-        self.replay.load_state_dict(d["replay"])
         self.eta, self.lam, self.alpha_mean, self.alpha_std = (float(x) for x in d["duals"])

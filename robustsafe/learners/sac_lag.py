@@ -28,14 +28,12 @@ attacker critics.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import torch
 
-from robustsafe.buffers import ReplayBuffer, Rollout
 from robustsafe.config import SACLagConfig
 from robustsafe.critics import QCritics, _polyak
+from robustsafe.learners.base import OffPolicyNetworks, frozen_copy
 from robustsafe.nets import SquashedGaussianActor, ValueCritic
 from robustsafe.pid import PIDConfig, PIDLagrangian
 
@@ -131,7 +129,7 @@ def critic_step(
     return float(loss.detach())
 
 
-class SACLagrangian:
+class SACLagrangian(OffPolicyNetworks):
     """An ``OffPolicyLearner`` (``robustsafe.learners.base``)."""
 
     def __init__(
@@ -150,24 +148,22 @@ class SACLagrangian:
         if cfg.multiplier == "pid" and pid is None:
             raise ValueError("sac.multiplier=pid needs the run's PID settings")
         self.pid = PIDLagrangian(pid) if cfg.multiplier == "pid" and pid is not None else None
-        self.actor = actor
-        self.critics = critics
-        # Kept only so that the agent file has the slots every learner fills (untrained).
-        self.v_reward = v_reward
-        self.v_cost = v_cost
-        self.target = copy.deepcopy(critics).requires_grad_(False)
-        # The target networks see observations through the live normaliser, not a copy.
-        self.target.q_reward.obs_normalizer = critics.q_reward.obs_normalizer
-        self.target.q_cost.obs_normalizer = critics.q_cost.obs_normalizer
-        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
-        self.critic_optim = torch.optim.Adam(critics.parameters(), lr=cfg.critic_lr)
-        self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)
+        super().__init__(
+            actor,
+            critics,
+            v_reward,
+            v_cost,
+            cfg.actor_lr,
+            cfg.critic_lr,
+            obs_dim,
+            act_dim,
+            cfg.replay_size,
+        )
         self.lam = float(cfg.lambda_init)
         self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
         self.actor_average: SquashedGaussianActor | None = None
         if cfg.actor_average > 0:
-            self.actor_average = copy.deepcopy(actor).requires_grad_(False)
-            self.actor_average.obs_normalizer = actor.obs_normalizer  # the live one, as targets'
+            self.actor_average = frozen_copy(actor)
 
     @property
     def saved_actor(self) -> SquashedGaussianActor:
@@ -182,11 +178,6 @@ class SACLagrangian:
         """The epoch's finished episodes' mean cost (None: none finished) for the PID."""
         if self.pid is not None and mean_episode_cost is not None:
             self.pid.update(mean_episode_cost)
-
-    def add(self, ro: Rollout) -> None:
-        """Store a rollout's transitions, from the true observations (a time-limit truncation
-        is not a terminal: the target bootstraps through it)."""
-        self.replay.add(*ro.flat())
 
     def update(self, batch: dict[str, np.ndarray], generator: torch.Generator) -> dict[str, float]:
         """One gradient step: critics, actor, multiplier, then the targets' polyak average."""
@@ -214,7 +205,7 @@ class SACLagrangian:
         qc_estimate = float(q_c.detach().mean())
         if self.pid is None:
             self.lam = lagrange_step(self.lam, qc_estimate, self.qc_threshold, cfg.lambda_lr)
-        _polyak(self.target, self.critics, cfg.polyak)
+        self.update_target(cfg.polyak)
         if self.actor_average is not None:
             _polyak(self.actor_average, self.actor, cfg.actor_average)
         return {
@@ -227,12 +218,7 @@ class SACLagrangian:
 
     def state_dict(self) -> dict:
         return {
-            "actor": self.actor.state_dict(),
-            "critics": self.critics.state_dict(),
-            "target": self.target.state_dict(),
-            "actor_optim": self.actor_optim.state_dict(),
-            "critic_optim": self.critic_optim.state_dict(),
-            "replay": self.replay.state_dict(),
+            **self.networks_state(),
             "lam": self.lam,
             **({} if self.pid is None else {"pid": self.pid.state_dict()}),
             **(
@@ -243,12 +229,7 @@ class SACLagrangian:
         }
 
     def load_state_dict(self, d: dict) -> None:
-        self.actor.load_state_dict(d["actor"])
-        self.critics.load_state_dict(d["critics"])
-        self.target.load_state_dict(d["target"])
-        self.actor_optim.load_state_dict(d["actor_optim"])
-        self.critic_optim.load_state_dict(d["critic_optim"])
-        self.replay.load_state_dict(d["replay"])
+        self.load_networks_state(d)
         self.lam = float(d["lam"])
         if self.pid is not None:
             self.pid.load_state_dict(d["pid"])
