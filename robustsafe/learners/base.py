@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from robustsafe.buffers import ReplayBuffer, Rollout, gae
+from robustsafe.config import CVPOConfig, FOCOPSConfig, PPOLagConfig, SACLagConfig
 from robustsafe.critics import QCritics, _polyak
 from robustsafe.nets import GaussianActor, SquashedGaussianActor, ValueCritic
 
@@ -158,15 +159,14 @@ class OnPolicyNetworks:
         actor: GaussianActor,
         v_reward: ValueCritic,
         v_cost: ValueCritic,
-        actor_lr: float,
-        critic_lr: float,
+        cfg: PPOLagConfig | FOCOPSConfig,
     ) -> None:
         self.actor = actor
         self.v_reward = v_reward
         self.v_cost = v_cost
-        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=actor_lr)
+        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
         self.critic_params = list(v_reward.parameters()) + list(v_cost.parameters())
-        self.critic_optim = torch.optim.Adam(self.critic_params, lr=critic_lr)
+        self.critic_optim = torch.optim.Adam(self.critic_params, lr=cfg.critic_lr)
 
     def actor_step(
         self,
@@ -243,20 +243,18 @@ class OffPolicyNetworks:
         critics: QCritics,
         v_reward: ValueCritic,
         v_cost: ValueCritic,
-        actor_lr: float,
-        critic_lr: float,
+        cfg: SACLagConfig | CVPOConfig,
         obs_dim: int,
         act_dim: int,
-        replay_size: int,
     ) -> None:
         self.actor = actor
         self.critics = critics
         self.v_reward = v_reward
         self.v_cost = v_cost
         self.target = frozen_copy(critics)
-        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=actor_lr)
-        self.critic_optim = torch.optim.Adam(critics.parameters(), lr=critic_lr)
-        self.replay = ReplayBuffer(obs_dim, act_dim, replay_size)
+        self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
+        self.critic_optim = torch.optim.Adam(critics.parameters(), lr=cfg.critic_lr)
+        self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)
 
     def add(self, ro: Rollout) -> None:
         """Store a rollout's transitions, from the true observations (a time-limit truncation

@@ -253,17 +253,7 @@ class CVPO(OffPolicyNetworks):
         episode_steps: int,
     ) -> None:
         self.cfg = cfg
-        super().__init__(
-            actor,
-            critics,
-            v_reward,
-            v_cost,
-            cfg.actor_lr,
-            cfg.critic_lr,
-            obs_dim,
-            act_dim,
-            cfg.replay_size,
-        )
+        super().__init__(actor, critics, v_reward, v_cost, cfg, obs_dim, act_dim)
         self.target_actor = frozen_copy(actor)  # pi_old
         self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
         self.eta = self.lam = float(cfg.dual_init)

@@ -100,7 +100,7 @@ class FOCOPS(OnPolicyNetworks):
         v_cost: ValueCritic,
         cfg: FOCOPSConfig,
     ) -> None:
-        super().__init__(actor, v_reward, v_cost, cfg.actor_lr, cfg.critic_lr)
+        super().__init__(actor, v_reward, v_cost, cfg)
         self.cfg = cfg
         self.nu = cfg.nu_init
 

@@ -64,7 +64,7 @@ class PPOLagrangian(OnPolicyNetworks):
         cfg: PPOLagConfig,
         pid: PIDConfig,
     ) -> None:
-        super().__init__(actor, v_reward, v_cost, cfg.actor_lr, cfg.critic_lr)
+        super().__init__(actor, v_reward, v_cost, cfg)
         self.cfg = cfg
         self.pid = PIDLagrangian(pid)
 

@@ -148,17 +148,7 @@ class SACLagrangian(OffPolicyNetworks):
         if cfg.multiplier == "pid" and pid is None:
             raise ValueError("sac.multiplier=pid needs the run's PID settings")
         self.pid = PIDLagrangian(pid) if cfg.multiplier == "pid" and pid is not None else None
-        super().__init__(
-            actor,
-            critics,
-            v_reward,
-            v_cost,
-            cfg.actor_lr,
-            cfg.critic_lr,
-            obs_dim,
-            act_dim,
-            cfg.replay_size,
-        )
+        super().__init__(actor, critics, v_reward, v_cost, cfg, obs_dim, act_dim)
         self.lam = float(cfg.lambda_init)
         self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
         self.actor_average: SquashedGaussianActor | None = None
