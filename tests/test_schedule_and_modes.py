@@ -311,3 +311,28 @@ def test_observation_normaliser_changes_after_the_update(tmp_path, toy_env_id):
     )
     rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
     assert [float(r["actor_passes"]) for r in rows] == [1.0, 1.0]
+
+
+def test_fast_attacks_every_env_where_half_was_measured_not_robust():
+    # docs/usage.md: half the envs attacked in fast robust training, but every env on DroneRun
+    # and AntRun (measured: half left their ADV agents unsafe); paper attacks every env.
+    fractions = {
+        env: preset(env, "fast", mode="adv-mr").robust.attacked_fraction
+        for env in (
+            "SafetyCarRun-v0",
+            "SafetyCarCircle-v0",
+            "SafetyDroneRun-v0",
+            "SafetyDroneCircle-v0",
+            "SafetyAntRun-v0",
+            "SafetyAntCircle-v0",
+        )
+    }
+    assert fractions == {
+        "SafetyCarRun-v0": 0.5,
+        "SafetyCarCircle-v0": 0.5,
+        "SafetyDroneRun-v0": 1.0,
+        "SafetyDroneCircle-v0": 0.5,
+        "SafetyAntRun-v0": 1.0,
+        "SafetyAntCircle-v0": 0.5,
+    }
+    assert preset("SafetyAntRun-v0", "paper", mode="adv-mr").robust.attacked_fraction == 1.0
