@@ -316,23 +316,11 @@ def test_observation_normaliser_changes_after_the_update(tmp_path, toy_env_id):
 def test_fast_attacks_every_env_where_half_was_measured_not_robust():
     # docs/usage.md: half the envs attacked in fast robust training, but every env on DroneRun
     # and AntRun (measured: half left their ADV agents unsafe); paper attacks every env.
+    expected = {"CarRun": 0.5, "CarCircle": 0.5, "DroneRun": 1.0, "DroneCircle": 0.5}
+    expected |= {"AntRun": 1.0, "AntCircle": 0.5}
     fractions = {
-        env: preset(env, "fast", mode="adv-mr").robust.attacked_fraction
-        for env in (
-            "SafetyCarRun-v0",
-            "SafetyCarCircle-v0",
-            "SafetyDroneRun-v0",
-            "SafetyDroneCircle-v0",
-            "SafetyAntRun-v0",
-            "SafetyAntCircle-v0",
-        )
+        task: preset(f"Safety{task}-v0", "fast", mode="adv-mr").robust.attacked_fraction
+        for task in expected
     }
-    assert fractions == {
-        "SafetyCarRun-v0": 0.5,
-        "SafetyCarCircle-v0": 0.5,
-        "SafetyDroneRun-v0": 1.0,
-        "SafetyDroneCircle-v0": 0.5,
-        "SafetyAntRun-v0": 1.0,
-        "SafetyAntCircle-v0": 0.5,
-    }
+    assert fractions == expected
     assert preset("SafetyAntRun-v0", "paper", mode="adv-mr").robust.attacked_fraction == 1.0
