@@ -23,8 +23,10 @@ ends::
 2. the task unpacks it in a fresh node-local directory (``$ROBUSTSAFE_RAY_WORKDIR`` or the
    node's temporary directory), runs the command there with the paths rewritten, and
 3. at each finished epoch (``status.json`` changed) and at the end, sends the files that
-   changed, and the new lines of the command's log, to an inbox actor that lives on the
-   driver's node (``ray.get`` in the task waits until the inbox holds them);
+   changed (one consistent snapshot: the ``status.json`` sent names the ``state.pt`` sent,
+   and no epoch ended while they were read), and the new lines of the command's log, to
+   an inbox actor that lives on the driver's node (``ray.get`` in the task waits until
+   the inbox holds them);
 4. the driver empties the inbox as it polls, writing the files into ``--out`` (atomically,
    with the task's modification times) and appending to the run's log there;
 5. the task removes its directory.
@@ -38,6 +40,7 @@ whichever node Ray picks. Concurrency follows the cluster: each task asks Ray fo
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -204,19 +207,72 @@ def unpack(root: Path, bundle: Bundle) -> None:
 
 
 def _changed(root: Path, seen: dict[str, tuple[int, int]], skip: set[str]) -> Bundle:
-    """The files of ``root`` that are new or changed since ``seen`` (updated in place)."""
+    """The files of ``root`` that are new or changed since ``seen`` (updated in place), each
+    with the modification time of the very contents read (a file replaced meanwhile is read
+    whole, old or new, with its own time)."""
     out: Bundle = []
     for rel, st in sorted(_files(root).items()):
-        key = (st.st_mtime_ns, st.st_size)
-        if rel in skip or seen.get(rel) == key:
+        if rel in skip or seen.get(rel) == (st.st_mtime_ns, st.st_size):
             continue
         try:
-            data = (root / rel).read_bytes()
+            with open(root / rel, "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
         except FileNotFoundError:
             continue
-        seen[rel] = key
+        seen[rel] = (st.st_mtime_ns, st.st_size)
         out.append((rel, st.st_mtime_ns, data))
     return out
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _status_state_mtime(data: bytes | None) -> int | None:
+    """The ``state_mtime_ns`` a ``status.json`` names (None if it cannot be read)."""
+    try:
+        return int(json.loads(data or b"")["state_mtime_ns"])
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def consistent_changes(
+    root: Path,
+    seen: dict[str, tuple[int, int]],
+    skip: set[str],
+    wait: Callable[[], None],
+    tries: int = 40,
+) -> Bundle:
+    """The changes of a run directory that a training writes into, as one consistent
+    snapshot: its ``status.json`` names the ``state.pt`` it sends with.
+
+    A training writes an epoch's files (metrics, agents, ``state.pt``) and then
+    ``status.json``; the files are read one by one while it goes on, so one reading can
+    pair epoch N's ``status.json`` with epoch N+1's ``state.pt``, or send epoch N+1's
+    state and status with epoch N's metrics; a driver holding either has lost a metrics
+    row when it resumes. The changes are read again (after ``wait()``) until
+    ``status.json`` kept its contents during a reading (contents, not modification time:
+    two epochs can end within one tick of the file system's clock) and names the
+    ``state.pt`` read; after ``tries`` readings, what was read is sent as it is."""
+    merged: dict[str, tuple[int, bytes]] = {}
+    status = root / "status.json"
+    for _ in range(tries):
+        before = _read_or_none(status)
+        for rel, mtime, data in _changed(root, seen, skip):
+            merged[rel] = (mtime, data)
+        after = _read_or_none(status)
+        if before == after and (
+            after is None
+            or "state.pt" not in seen
+            or _status_state_mtime(after) == seen["state.pt"][0]
+        ):
+            break
+        wait()
+    return [(rel, mtime, data) for rel, (mtime, data) in sorted(merged.items())]
 
 
 # ----------------------------------------------------------------------------- ray
@@ -272,7 +328,9 @@ def run_in_task(
 
         def send() -> None:
             nonlocal sent
-            files = _changed(local, seen, {log_name})
+            files = consistent_changes(
+                local, seen, {log_name}, wait=lambda: time.sleep(poll_interval)
+            )
             with open(log_path, "rb") as f:
                 f.seek(sent)
                 new = f.read()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
+from robustsafe.experiments import launchers
 from robustsafe.experiments.launchers import (
     LocalLauncher,
     _changed,
     _files,
     _relocate,
+    consistent_changes,
     make_launcher,
     pack_run_dir,
     unpack,
@@ -54,6 +57,82 @@ def test_pack_unpack_and_changes(tmp_path):
     changed = _changed(copy, seen, {"train.log"})
     assert [rel for rel, _, _ in changed] == ["metrics.csv", "state.pt"]
     assert _changed(copy, seen, {"train.log"}) == []
+
+
+def _epoch_files(run, epoch: int, status: bool = True) -> None:
+    """What a training writes at the end of an epoch, in its order: metrics row, state,
+    then status.json naming the state's mtime."""
+    with open(run / "metrics.csv", "a") as f:
+        f.write(f"{epoch}\n")
+    tmp = run / ".state.pt.tmp"
+    tmp.write_bytes(f"state {epoch}".encode())
+    os.utime(tmp, ns=(epoch * 10**9, epoch * 10**9))  # distinct mtimes, however fast
+    os.replace(tmp, run / "state.pt")
+    if status:
+        _status_file(run, epoch)
+
+
+def _status_file(run, epoch: int) -> None:
+    mtime = (run / "state.pt").stat().st_mtime_ns
+    (run / "status.json").write_text(json.dumps({"epoch": epoch, "state_mtime_ns": mtime}))
+
+
+def _sent(bundle) -> dict[str, bytes]:
+    return {rel: data for rel, _, data in bundle}
+
+
+def test_a_sending_never_pairs_a_status_with_a_later_state(tmp_path):
+    """The interleaving that lost a metrics row: the sender reads epoch 2's state.pt before
+    the training wrote epoch 2's status.json. It must wait for the status, not send epoch 1's
+    status with epoch 2's state."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.csv").write_text("epoch\n")
+    _epoch_files(run, 1)
+    seen: dict[str, tuple[int, int]] = {}
+    first = consistent_changes(run, seen, set(), wait=lambda: pytest.fail("no wait needed"))
+    assert _sent(first)["state.pt"] == b"state 1"
+    assert json.loads(_sent(first)["status.json"])["epoch"] == 1
+
+    _epoch_files(run, 2, status=False)  # state.pt written, status.json not yet
+    waits = []
+
+    def wait() -> None:
+        waits.append(1)
+        _status_file(run, 2)  # the training goes on
+
+    bundle = _sent(consistent_changes(run, seen, set(), wait=wait))
+    assert len(waits) == 1
+    assert bundle["state.pt"] == b"state 2"
+    assert json.loads(bundle["status.json"])["epoch"] == 2
+    assert bundle["metrics.csv"] == b"epoch\n1\n2\n"
+
+
+def test_a_sending_reads_again_when_an_epoch_ends_during_it(tmp_path, monkeypatch):
+    """A whole epoch ends between the reading of metrics.csv and that of state.pt: state
+    and status agree, but the metrics sent lack the new row. The sender sees status.json
+    change during its reading and reads again."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.csv").write_text("epoch\n")
+    _epoch_files(run, 1)
+    seen: dict[str, tuple[int, int]] = {}
+    consistent_changes(run, seen, set(), wait=lambda: None)
+    _epoch_files(run, 2)
+    opened = []
+
+    def open_during_an_epoch(path, mode="r"):
+        if path.name == "state.pt" and "state.pt" not in opened:
+            _epoch_files(run, 3)
+        opened.append(path.name)
+        return open(path, mode)
+
+    monkeypatch.setattr(launchers, "open", open_during_an_epoch, raising=False)
+    bundle = _sent(consistent_changes(run, seen, set(), wait=lambda: None))
+    assert opened.count("metrics.csv") == 2  # read again
+    assert bundle["state.pt"] == b"state 3"
+    assert json.loads(bundle["status.json"])["epoch"] == 3
+    assert bundle["metrics.csv"] == b"epoch\n1\n2\n3\n"
 
 
 def test_relocate_and_local_launcher(tmp_path):
