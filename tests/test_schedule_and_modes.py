@@ -324,3 +324,18 @@ def test_fast_attacks_every_env_where_half_was_measured_not_robust():
     }
     assert fractions == expected
     assert preset("SafetyAntRun-v0", "paper", mode="adv-mr").robust.attacked_fraction == 1.0
+
+
+def test_fast_adds_the_survival_bonus_on_dronecircle_only():
+    # docs/deviations.md: DroneCircle's drones flipped early without it (vanilla target met on
+    # 1 of 4 runs), with 0.5 on 2 of 2; every learner and mode takes the task's value, and the
+    # paper preset keeps the env's reward.
+    tasks = ["CarRun", "CarCircle", "DroneRun", "DroneCircle", "AntRun", "AntCircle"]
+    for algo in ("ppol", "focops", "sac-lag", "cvpo"):
+        for mode in ("vanilla", "adv-mc"):
+            bonus = {
+                t: preset(f"Safety{t}-v0", "fast", mode=mode, algo=algo).survival_bonus
+                for t in tasks
+            }
+            assert bonus == {t: (0.5 if t == "DroneCircle" else 0.0) for t in tasks}
+            assert preset("SafetyDroneCircle-v0", "paper", mode=mode, algo=algo).survival_bonus == 0
