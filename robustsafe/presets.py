@@ -144,7 +144,8 @@ _FAST_TASKS: dict[str, dict[str, Any]] = {
     # A training-only survival bonus of 0.5 per step (1.4.0 pays the drone 0.01 per step for
     # staying up; a flip ends the episode): measured on PPOL-vanilla seeds 1 and 2
     # (benchmarks/results/recipe/dronecircle-alive), natural 193.0 -> 600.3 and 400.1 -> 633.0
-    # (seed 2 a controlled pair: same code, same machine), both safe and both broken by MR.
+    # (seed 2 a controlled pair: same code, same machine), both safe and both broken by MR;
+    # seed 0 with it: 614.3 / 0.00 (without: 582.7 / 4.38).
     "SafetyDroneCircle-v0": dict(_fast(400, 6_000, 80, 80), survival_bonus=0.5),
     # Every env attacked on AntRun too: measured (benchmarks/results/table1da), ADV-PPOL(MC) /
     # (MR) seed 0 with half the envs attacked were not robust (MR 17.3 / MC 8.5); with every env

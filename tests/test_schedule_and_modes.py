@@ -328,7 +328,7 @@ def test_fast_attacks_every_env_where_half_was_measured_not_robust():
 
 def test_fast_adds_the_survival_bonus_on_dronecircle_only():
     # docs/deviations.md: DroneCircle's drones flipped early without it (vanilla target met on
-    # 1 of 4 runs), with 0.5 on 2 of 2; every learner and mode takes the task's value, and the
+    # 1 of 4 runs), with 0.5 on 3 of 3; every learner and mode takes the task's value, and the
     # paper preset keeps the env's reward.
     tasks = ["CarRun", "CarCircle", "DroneRun", "DroneCircle", "AntRun", "AntCircle"]
     for algo in ("ppol", "focops", "sac-lag", "cvpo"):
