@@ -102,6 +102,7 @@ const box = e => { const b = e.getBoundingClientRect();
 const caption = e => { const f = e.closest('figure'); const c = f && f.querySelector('figcaption');
   return c ? c.innerText : null; };
 return {
+  ready: document.readyState,
   width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight,
   ids: Array.from(document.querySelectorAll('[id]'), e => e.id),
   tables: Array.from(document.querySelectorAll('table'), t => ({box: box(t),
@@ -127,16 +128,28 @@ class Shown:
     screenshot: object = field(repr=False)  # PIL image
 
 
-def show(browser, page: Path, video_wait_s: float = 10.0) -> Shown:
+def show(browser, page: Path, video_wait_s: float = 10.0, load_wait_s: float = 120.0) -> Shown:
+    """Open ``page`` and read it back once the document has loaded (``readyState`` complete:
+    parsed to its end, images decoded) and every video has data or an error. ``browser.get``
+    alone is not enough: under load chromedriver has returned while the parser was still in
+    the middle of a large page (the DOM held the tables but not the figures after them)."""
     from PIL import Image
 
-    browser.get(page.resolve().as_uri())  # returns after the load event: images decoded
-    deadline = time.monotonic() + video_wait_s
+    browser.get(page.resolve().as_uri())
+    start, loaded = time.monotonic(), None
     while True:
         data = browser.execute_script(_COLLECT)
-        settled = all(v["ready"] >= 1 or v["error"] for v in data["videos"])
-        if settled or time.monotonic() > deadline:
-            break
+        now = time.monotonic()
+        if data["ready"] != "complete":
+            if now - start > load_wait_s:
+                raise AssertionError(
+                    f"{page.name}: still {data['ready']!r} after {now - start:.0f} s"
+                )
+        else:
+            loaded = loaded or now
+            settled = all(v["ready"] >= 1 or v["error"] for v in data["videos"])
+            if settled or now - loaded > video_wait_s:
+                break
         time.sleep(0.1)
     size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
     shot = browser.execute_cdp_cmd(
@@ -400,3 +413,37 @@ def test_the_checks_notice_a_broken_page(browser, table1_page, how):
     with pytest.raises(AssertionError) as err:
         check_page(show(browser, broken), expected)
     print(f"{how}: {str(err.value).splitlines()[0]}")
+
+
+class _SlowDriver:
+    """A stand-in for the Chromium driver whose ``get`` returns before the page has loaded:
+    the first reads see a half-parsed page (``loading``, no #figures), then the whole one."""
+
+    def __init__(self, reads_before_complete: int):
+        self.left = reads_before_complete
+        self.reads = 0
+
+    def get(self, url: str) -> None:
+        pass
+
+    def execute_script(self, script: str) -> dict:
+        self.reads += 1
+        done = self.reads > self.left
+        ids = ["tables", "table"] + (["figures", "runs", "settings"] if done else [])
+        return {"ready": "complete" if done else "loading", "ids": ids, "videos": []}
+
+    def execute_cdp_cmd(self, cmd: str, args: dict) -> dict:
+        if cmd == "Page.getLayoutMetrics":
+            return {"cssContentSize": {"width": 4, "height": 3}}
+        return {"data": _white_png(4, 3)}
+
+
+def test_show_waits_for_the_page_to_finish_loading(tmp_path):
+    """``show`` reads the page only once it is complete, however early ``get`` returned, and
+    says so when a page never completes."""
+    driver = _SlowDriver(reads_before_complete=3)
+    shown = show(driver, tmp_path / "page.html")
+    assert driver.reads == 4 and "figures" in shown.data["ids"]
+    assert shown.screenshot.size == (4, 3)
+    with pytest.raises(AssertionError, match="still 'loading'"):
+        show(_SlowDriver(reads_before_complete=10**9), tmp_path / "page.html", load_wait_s=0.3)
