@@ -369,10 +369,6 @@ class TrainConfig:
     # training only, the logged returns and every evaluation keep the env's reward. 0 (the
     # paper): none. A nonzero value changes the training objective (docs/deviations.md).
     survival_bonus: float = 0.0
-    # Circle tasks: c x (metres the step brought the agent closer to the circle's radius) added
-    # to the learner's reward (potential-based shaping; robustsafe.rollout.Collector). Training
-    # only, as survival_bonus; 0 (the paper): none.
-    circle_approach: float = 0.0
     checkpoint_every: int = 1  # epochs between kept agent snapshots (0: only the latest)
     torch_threads: int = 1  # small-batch inference next to busy env workers: 1 is fastest
     ppo: PPOLagConfig = field(default_factory=PPOLagConfig)  # and the network of every learner
@@ -394,10 +390,6 @@ class TrainConfig:
             raise ValueError(f"episode_steps must be >= 1 or None, got {self.episode_steps}")
         if not math.isfinite(self.survival_bonus):
             raise ValueError(f"survival_bonus must be a finite number, got {self.survival_bonus}")
-        if not math.isfinite(self.circle_approach):
-            raise ValueError(f"circle_approach must be a finite number, got {self.circle_approach}")
-        if self.circle_approach and "Circle" not in self.env_id:
-            raise ValueError(f"circle_approach applies to Circle tasks only, not {self.env_id}")
         from robustsafe.nets import DETERMINISTIC_ACTIONS
 
         if self.deterministic_action not in DETERMINISTIC_ACTIONS:

@@ -78,16 +78,6 @@ def training_episode_seed(seed: int, env_index: int, episode: int) -> int:
     return int(ss.generate_state(1)[0])
 
 
-# Bullet-Safety-Gym's Circle tasks end the observation with (dist - radius) / env_dim, where
-# dist is the agent's distance from the centre, the radius 7 and the world's env_dim 10.
-CIRCLE_OBS_SCALE = 10.0
-
-
-def circle_distance(obs: np.ndarray) -> np.ndarray:
-    """Metres between the agent and the circle's radius, from a Circle task's observations."""
-    return CIRCLE_OBS_SCALE * np.abs(np.asarray(obs, np.float64)[..., -1])
-
-
 class Collector:
     """Steps a vector env for the learner; episodes continue across ``collect`` calls.
 
@@ -105,21 +95,12 @@ class Collector:
     ``survival_bonus`` is added to the learner's reward at every step that does not end in a
     termination (a fall; a time-limit truncation counts as survived). The episodes' statistics
     keep the env's own reward.
-
-    ``circle_approach`` (Circle tasks) adds c x (how many metres the step brought the agent
-    closer to the circle's radius) to the learner's reward: a potential-based shaping with the
-    potential -c |dist - radius|, read from the task's own observation (its last entry). An
-    episode's shaping sums to c x (its start's distance to the radius - its end's): bounded, and
-    no gain from going back and forth.
     """
 
-    def __init__(
-        self, vec: VectorEnv, seed: int, survival_bonus: float = 0.0, circle_approach: float = 0.0
-    ) -> None:
+    def __init__(self, vec: VectorEnv, seed: int, survival_bonus: float = 0.0) -> None:
         self.vec = vec
         self.seed = seed
         self.survival_bonus = survival_bonus
-        self.circle_approach = circle_approach
         n = vec.num_envs
         self.episode = np.zeros(n, np.int64)  # episode number each env is playing
         self.actions: list[list[np.ndarray]] = [[] for _ in range(n)]
@@ -178,10 +159,6 @@ class Collector:
             buf["act"][t] = act_np
             buf["logp"][t] = logp.numpy()
             buf["reward"][t] = step.reward + self.survival_bonus * ~step.terminated
-            if self.circle_approach:
-                buf["reward"][t] += self.circle_approach * (
-                    circle_distance(obs) - circle_distance(step.next_obs)
-                )
             buf["cost"][t] = step.cost
             buf["next_obs"][t] = step.next_obs
             buf["terminated"][t] = step.terminated

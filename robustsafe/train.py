@@ -219,7 +219,7 @@ def _train(
             None if off_policy else CriticTrainer(critics, vec.obs_dim, vec.act_dim, cfg.critics)
         )
         hooks = RobustHooks(cfg, actor, critics, generator)
-        collector = Collector(vec, cfg.seed, cfg.survival_bonus, cfg.circle_approach)
+        collector = Collector(vec, cfg.seed, cfg.survival_bonus)
         parts = _Resumable(learner, critics, critic_trainer, collector, generator, np_rng)
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0

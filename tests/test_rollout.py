@@ -4,7 +4,6 @@ import csv
 import math
 import warnings
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -14,7 +13,7 @@ from robustsafe.agent import load_agent
 from robustsafe.envs import VectorEnv
 from robustsafe.nets import GaussianActor
 from robustsafe.pid import PIDConfig
-from robustsafe.rollout import Collector, circle_distance
+from robustsafe.rollout import Collector
 from robustsafe.train import train
 
 
@@ -233,52 +232,3 @@ def test_survival_bonus_rewards_the_learner_for_steps_that_do_not_fall():
     assert [e.ret for e in got[0.25].episodes] == [e.ret for e in got[0.0].episodes]
     with pytest.raises(ValueError, match="survival_bonus"):
         tiny_config(FALLING, survival_bonus=float("nan"))
-
-
-class _CircleToy(WalkToy):
-    """A walk whose observation ends as a Circle task's does, (dist - radius) / 10: here
-    x / 10, so |x| stands for the walker's distance to the radius."""
-
-    observation_space = gym.spaces.Box(-10.0, 10.0, (3,), np.float64)
-    start = 0.3
-
-    def reset(self, *, seed=None, options=None):
-        obs, info = super().reset(seed=seed, options=options)
-        return np.append(obs, self.x / 10), info
-
-    def step(self, action):
-        obs, *rest = super().step(action)
-        return (np.append(obs, self.x / 10), *rest)
-
-
-CIRCLE_TOY = register_toy("RobustSafeToyCircle-v0", _CircleToy, 10)
-
-
-def test_circle_distance_reads_the_circle_tasks_last_observation():
-    # (dist - 7) / 10 is the task's last entry: -0.3 -> 3 m inside, 0.05 -> 0.5 m outside
-    obs = np.array([[9.0, -0.3], [-9.0, 0.05]])
-    np.testing.assert_allclose(circle_distance(obs), [3.0, 0.5])
-
-
-def test_circle_approach_rewards_the_learner_for_metres_closer_to_the_circle():
-    """The learner's reward gains c x (the true observation's distance - the next one's), even
-    under an observation attack; over one whole episode it sums to c x (start - end), and the
-    episodes' returns stay the env's."""
-    got = {}
-    for c in (0.0, 2.0):
-        with VectorEnv(CIRCLE_TOY, 1, seed=0) as vec:
-            col = Collector(vec, seed=0, circle_approach=c)
-            actor, gen = _actor(vec), torch.Generator().manual_seed(0)
-            got[c] = col.collect(actor, 10, gen, perturb=lambda o: o + 0.05)  # one episode
-    plain, shaped = got[0.0].rollout, got[2.0].rollout
-    x, x_next = plain.true_obs[..., -1] * 10, plain.next_obs[..., -1] * 10
-    assert not np.allclose(plain.obs, plain.true_obs)
-    gain = shaped.reward - plain.reward
-    np.testing.assert_allclose(gain, 2.0 * (abs(x) - abs(x_next)), atol=1e-5)
-    assert plain.truncated[-1, 0] and not plain.truncated[:-1].any()
-    assert gain.sum() == pytest.approx(2.0 * (abs(x[0, 0]) - abs(x_next[-1, 0])), abs=1e-5)
-    assert [e.ret for e in got[2.0].episodes] == [e.ret for e in got[0.0].episodes]
-    with pytest.raises(ValueError, match="circle_approach"):
-        tiny_config(CIRCLE_TOY, circle_approach=float("inf"))
-    with pytest.raises(ValueError, match="Circle tasks only"):
-        tiny_config(FALLING, circle_approach=1.0)
