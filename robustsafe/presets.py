@@ -14,7 +14,7 @@ Two presets per task:
   40k-step epochs spend most samples on very few policy updates; on a 2-core machine more,
   smaller updates reach the same reward several times sooner. It also takes actor lr 5e-4,
   PID KI 0.01 and half the envs attacked in adversarial training, and on DroneCircle a
-  training-only survival bonus (docs/deviations.md says why).
+  training-only survival bonus, for every mode but SA-PPOL's (docs/deviations.md says why).
   Everything else (network, the other PID gains, critics, cost limit) is the paper's.
 """
 
@@ -113,6 +113,12 @@ _FAST_ALL: dict[str, Any] = dict(
     # faster (training reward 427 against 317 at 100 / 150 epochs).
     pid=dict(ki=0.01),
 )
+# SA-PPOL under fast: no survival bonus (DroneCircle's is the only one). Measured on DroneCircle
+# seed 0 (benchmarks/results/table1da): with the bonus SA-PPOL(MC) and (MR) learned to hover
+# (natural reward 0.0: staying up pays 0.5 per step and an unchanging action costs the
+# regulariser nothing), without it they flew (285.1 and 104.1); SA-PPOL(MAD) flew either way
+# (214.2 with, 198.3 without).
+_FAST_SA: dict[str, Any] = dict(survival_bonus=0.0)
 # FOCOPS under fast (only for --algo focops, so that a PPOL run's settings do not depend on
 # it): 4,000-6,000-step epochs; minibatches of 256 give 16-24 actor steps per pass.
 _FAST_FOCOPS: dict[str, Any] = dict(focops=dict(minibatch_size=256))
@@ -263,6 +269,8 @@ def preset(
         layers += [_FAST_ALL, task]
         if algo == "focops":
             layers.append(_FAST_FOCOPS)
+        if mode.startswith("sa-"):
+            layers.append(_FAST_SA)
     values: dict[str, Any] = {}
     groups: dict[str, dict[str, Any]] = {g: {} for g in _GROUPS}
     for layer in layers:

@@ -8,7 +8,7 @@ from tiny_config import tiny_config
 from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mode
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
-from robustsafe.presets import preset
+from robustsafe.presets import preset, resolve
 from robustsafe.runstate import load_state
 from robustsafe.schedule import epsilon_at
 from robustsafe.train import gaussian_kl, train, train_metrics
@@ -339,3 +339,16 @@ def test_fast_adds_the_survival_bonus_on_dronecircle_only():
             }
             assert bonus == {t: (0.5 if t == "DroneCircle" else 0.0) for t in tasks}
             assert preset("SafetyDroneCircle-v0", "paper", mode=mode, algo=algo).survival_bonus == 0
+
+
+def test_fast_gives_sa_ppol_no_survival_bonus_and_a_set_still_adds_one():
+    # With the bonus DroneCircle SA-PPOL(MC) / (MR) seed 0 learned to hover (docs/deviations.md).
+    for algo in ("ppol", "focops"):
+        for mode in ("sa-mad", "sa-mc", "sa-mr"):
+            assert preset("SafetyDroneCircle-v0", "fast", mode=mode, algo=algo).survival_bonus == 0
+            cfg = resolve(
+                "SafetyDroneCircle-v0", "fast", mode=mode, algo=algo, sets=["survival_bonus=0.5"]
+            )
+            assert cfg.survival_bonus == 0.5
+    for mode in ("vanilla", "random", "adv-mc", "adv-mr", "adv-mix:0.5"):
+        assert preset("SafetyDroneCircle-v0", "fast", mode=mode).survival_bonus == 0.5
