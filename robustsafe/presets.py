@@ -114,10 +114,10 @@ _FAST_ALL: dict[str, Any] = dict(
     pid=dict(ki=0.01),
 )
 # SA-PPOL under fast: no survival bonus (DroneCircle's is the only one). Measured on DroneCircle
-# seed 0 (benchmarks/results/table1da): with the bonus SA-PPOL(MC) and (MR) learned to hover
-# (natural reward 0.0: staying up pays 0.5 per step and an unchanging action costs the
-# regulariser nothing), without it they flew (285.1 and 104.1); SA-PPOL(MAD) flew either way
-# (214.2 with, 198.3 without).
+# seed 0 (benchmarks/results/recipe/dronecircle-sa-bonus): with the bonus SA-PPOL(MC) and (MR)
+# learned to hover (natural reward 0.0: staying up pays 0.5 per step and an unchanging action
+# costs the regulariser nothing), without it they flew (285.1 and 104.1); SA-PPOL(MAD) flew
+# either way (214.2 with, 198.3 without).
 _FAST_SA: dict[str, Any] = dict(survival_bonus=0.0)
 # FOCOPS under fast (only for --algo focops, so that a PPOL run's settings do not depend on
 # it): 4,000-6,000-step epochs; minibatches of 256 give 16-24 actor steps per pass.
