@@ -1,6 +1,7 @@
 """Write the compute model's table of measured rates (``robustsafe/experiments/compute_rates.py``).
 
-From the committed runs (Table 1's, ``benchmarks/results/table1/<env>/<mode>/seed*/metrics.csv``,
+From the committed runs (Table 1's, ``benchmarks/results/table1/<env>/<mode>/seed*/metrics.csv``
+and ``benchmarks/results/table1da/...`` on the Drone and Ant tasks,
 and the other learners', ``benchmarks/results/table1alg/<env>/<learner>-<mode>/...``, the runs
 on the rates' processor only (``RATES_CPU``); preset ``fast``, 20 envs in 2 worker processes, a
 2-core machine): seconds per env step of the
@@ -79,6 +80,7 @@ def main() -> None:
         default=[
             "benchmarks/results/table1",
             "benchmarks/results/table1alg",
+            "benchmarks/results/table1da",
             # the SAC-Lag table's earlier runs, on the rates' machine (the same training code)
             "benchmarks/results/sac_multiplier/last-actor-table",
         ],

@@ -3,15 +3,22 @@
 A training's wall time is its env steps times seconds per step, the latter from a small table
 of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.py``):
 
-- a (task, run) with committed runs (Table 1's Car tasks and the other learners' runs, preset
-  ``fast``, 2 cores, 20 envs in 2 worker processes; keyed by the run directory's name: ``adv-mc``,
-  ``focops-vanilla``, ``sac-lag-vanilla``) uses their measured seconds per step: the whole
-  training's wall time (start-up, checkpoints and updates included) over its env steps, pooled
-  over seeds, divided by their load factor: their env-stepping time per step over the least of
-  the task's runs with the same env layout and kind of rollout (on- or off-policy), since only
-  the machine's load changes that (the committed runs shared the machine with up to 6 jobs);
-- another task uses the reference task's (SafetyCarCircle-v0: the same (256, 256) networks as
-  the Drone and Ant presets), or for another learner whichever task it was measured on, with
+- a (task, run) with committed runs (Table 1's, the Drone / Ant tasks' and the other
+  learners', preset ``fast``, 2 cores, 20 envs in 2 worker processes; keyed by the run
+  directory's name: ``adv-mc``, ``focops-vanilla``, ``sac-lag-vanilla``) uses their measured
+  seconds per step: the whole training's wall time (start-up, checkpoints and updates
+  included) over its env steps, pooled over seeds, divided by their load factor: their
+  env-stepping time per step over the least of the task's runs with the same env layout and
+  kind of rollout (on- or off-policy), since only the machine's load changes that (the
+  committed runs shared the machine with up to 6 jobs);
+- a task measured in vanilla training but not in the mode takes its own vanilla rates plus
+  what the mode adds per step (each part: the mode's minus vanilla's) on the task whose fast
+  preset attacks the nearest share of env steps in random / adv training (attacked envs x
+  epochs after the schedule's start; AntRun's 0.8 nearest DroneRun's 0.92, AntCircle's 0.41
+  DroneCircle's 0.4), since the attack's share of the time follows it;
+- a task without runs uses the rates of that nearest task (for a task without fast settings
+  of its own, the reference task's: SafetyCarCircle-v0, the same (256, 256) networks as the
+  Drone and Ant presets), or for another learner whichever task it was measured on, with
   the env-stepping, policy and update parts each scaled by the two tasks' ratio in short fast
   vanilla trainings run one after the other on an otherwise idle machine
   (``benchmarks/compute_calibration.py --train-only``: the physics, the episode resets, the
@@ -38,6 +45,7 @@ machine, which ``--machine-factor`` gives without measuring again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -112,16 +120,67 @@ def _labels(mode: str, algo: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((f"{algo.replace(':', '')}-{mode}", f"{algo.split(':')[0]}-{mode}")))
 
 
+def _kind(task: str) -> str:
+    """A Bullet task's kind (``Run``, ``Circle``, ...): its id without the robot and version;
+    another id as it is."""
+    found = re.fullmatch(r"Safety(?:Ball|Car|Drone|Ant)([A-Za-z]+)-v\d+", task)
+    return found.group(1) if found else task
+
+
+def _attacked_share(task: str) -> float | None:
+    """The share of env steps the fast preset's random / adv training attacks on ``task``: the
+    attacked envs' share times the epochs after the schedule's start; None for a task without
+    fast settings of its own."""
+    from robustsafe.presets import _FAST_TASKS, preset
+
+    if task not in _FAST_TASKS:
+        return None
+    cfg = preset(task, "fast")
+    return cfg.robust.attacked_fraction * max(0.0, 1.0 - cfg.robust.schedule_start / cfg.epochs)
+
+
 def _source(task: str, mode: str, algo: str) -> tuple[str, list[str]] | None:
-    """The MEASURED key to price (task, mode, algo) from: this task's, else the reference
-    task's, else any task's with the same run-directory name; None if there is none."""
-    tasks = [task, rates.REFERENCE, *sorted({k.split("/", 1)[0] for k in rates.MEASURED})]
+    """The MEASURED key to price (task, mode, algo) from: this task's, else that of the task
+    whose fast preset attacks the nearest share of env steps (to 0.01; among equals a task of
+    the same kind, Run or Circle, then the reference task), else any task's with the same
+    run-directory name; None if there is none."""
+    measured_tasks = sorted({k.split("/", 1)[0] for k in rates.MEASURED})
+    share = _attacked_share(task)
+    if share is None:
+        tasks = [task, rates.REFERENCE, *measured_tasks]
+    else:
+
+        def distance(t: str) -> tuple[float, bool, bool, str]:
+            other = _attacked_share(t)
+            gap = round(abs(other - share), 2) if other is not None else 2.0
+            return (gap, _kind(t) != _kind(task), t != rates.REFERENCE, t)
+
+        tasks = [task, *sorted(measured_tasks, key=distance)]
     for label in _labels(mode, algo):
         for t in dict.fromkeys(tasks):
             if f"{t}/{label}" in rates.MEASURED:
                 notes = [] if label == _labels(mode, algo)[0] else [f"{algo} as {label}"]
                 return f"{t}/{label}", notes
     return None
+
+
+def _own_vanilla_plus_extra(task: str, key: str, algo: str) -> StepCost | None:
+    """A task measured in vanilla training but not in ``key``'s mode: its own vanilla rates
+    plus what the mode adds per step (each part: the mode's minus vanilla's) on the task that
+    measured it; None if either vanilla run is missing."""
+    own, theirs = _source(task, "vanilla", algo), _source(key.split("/", 1)[0], "vanilla", algo)
+    if own is None or theirs is None or not own[0].startswith(f"{task}/"):
+        return None
+    base, mode, vanilla = _parts(own[0]), _parts(key), _parts(theirs[0])
+    extra = {f: max(0.0, getattr(mode, f) - getattr(vanilla, f)) for f in _PARTS}
+    return StepCost(
+        wall=base.wall + sum(extra.values()),
+        **{f: getattr(base, f) + extra[f] for f in _PARTS},
+        basis=f"{own[0]} measured + {key} over {theirs[0]}",
+    )
+
+
+_PARTS = ("env", "attack", "policy", "update")
 
 
 def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") -> StepCost:
@@ -146,11 +205,15 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
     if found is None:  # no rates at all for this mode, not even the reference's vanilla
         raise KeyError(f"no measured rates for {task}/{mode}")
     key, source_notes = found
+    source = key.split("/", 1)[0]
+    if source != task and attack == 0.0:
+        combined = _own_vanilla_plus_extra(task, key, algo)
+        if combined is not None:
+            return _paper(combined, preset, [combined.basis, *source_notes])
     c = _parts(key)
     if c.basis:
         source_notes = [*source_notes, c.basis]
     c = replace(c, wall=c.wall + attack, attack=c.attack + attack)
-    source = key.split("/", 1)[0]
     if source == task:
         basis = "measured"
     else:
@@ -164,11 +227,17 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
             basis = f"{source}'s, env x{env:.2f}, policy x{policy:.2f}, update x{update:.2f}"
         else:
             basis = f"no measurement: {source}'s (x1.00)"
+    return _paper(c, preset, [basis, *source_notes, *notes])
+
+
+def _paper(c: StepCost, preset: str, notes: list[str]) -> StepCost:
+    """``c`` under ``preset``: ``paper`` multiplies the update part by the measured paper/fast
+    update cost per step; the notes become the basis."""
     if preset == "paper":
         extra = c.update * (rates.PAPER_UPDATE_FACTOR - 1)
         c = replace(c, wall=c.wall + extra, update=c.update + extra)
-        notes.append(f"updates x{rates.PAPER_UPDATE_FACTOR:.1f} (paper)")
-    return replace(c, basis="; ".join([basis, *source_notes, *notes]))
+        notes = [*notes, f"updates x{rates.PAPER_UPDATE_FACTOR:.1f} (paper)"]
+    return replace(c, basis="; ".join(n for n in notes if n))
 
 
 def _episode_length(env_id: str, episode_steps: int | None) -> int:

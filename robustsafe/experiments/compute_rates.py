@@ -3,6 +3,7 @@
 Written by ``python benchmarks/compute_rates.py`` from the committed runs' metrics.csv
 (benchmarks/results/table1,
 benchmarks/results/table1alg,
+benchmarks/results/table1da,
 benchmarks/results/sac_multiplier/last-actor-table;
 preset fast, 2 cores, the runs on AMD EPYC only) and
 benchmarks/results/compute/calibration.json; do not edit.
@@ -13,6 +14,8 @@ benchmarks/results/compute/calibration.json; do not edit.
 # runs pooled; and their env layout (envs, worker processes).
 FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
 MEASURED = {
+    "SafetyAntCircle-v0/vanilla": (1483.16, 1060.34, 0.0, 24.38, 344.15, 1, 20, 2),
+    "SafetyAntRun-v0/vanilla": (1003.84, 535.93, 0.0, 17.73, 340.81, 1, 20, 2),
     "SafetyCarCircle-v0/adv-mc": (1070.41, 628.97, 211.72, 8.34, 199.64, 3, 20, 2),
     "SafetyCarCircle-v0/adv-mr": (1124.27, 621.28, 262.2, 8.01, 210.17, 3, 20, 2),
     "SafetyCarCircle-v0/cvpo-vanilla": (15261.88, 1577.04, 0.0, 46.11, 13582.15, 3, 20, 2),
@@ -43,6 +46,20 @@ MEASURED = {
     "SafetyCarRun-v0/sac-lag0.01-vanilla": (2267.79, 746.62, 0.0, 66.26, 1396.59, 1, 5, 2),
     "SafetyCarRun-v0/sac-lag0.1-vanilla": (2426.73, 772.44, 0.0, 82.61, 1511.67, 1, 5, 2),
     "SafetyCarRun-v0/vanilla": (625.6, 485.38, 0.0, 13.66, 90.89, 3, 20, 2),
+    "SafetyDroneCircle-v0/adv-mc": (1566.39, 504.68, 765.52, 13.74, 252.66, 3, 20, 2),
+    "SafetyDroneCircle-v0/adv-mr": (2042.71, 491.57, 943.28, 13.42, 246.41, 2, 20, 2),
+    "SafetyDroneCircle-v0/random": (787.1, 479.24, 20.01, 19.01, 242.79, 5, 20, 2),
+    "SafetyDroneCircle-v0/sa-mad": (828.7, 425.17, 57.64, 23.58, 296.45, 2, 20, 2),
+    "SafetyDroneCircle-v0/sa-mc": (965.28, 494.24, 101.76, 23.78, 316.74, 2, 20, 2),
+    "SafetyDroneCircle-v0/sa-mr": (1011.76, 486.56, 147.47, 23.48, 324.78, 1, 20, 2),
+    "SafetyDroneCircle-v0/vanilla": (773.97, 477.62, 0.0, 23.53, 247.78, 2, 20, 2),
+    "SafetyDroneRun-v0/adv-mc": (2452.31, 490.44, 1523.68, 14.6, 379.06, 3, 20, 2),
+    "SafetyDroneRun-v0/adv-mr": (2542.31, 419.88, 1736.31, 12.58, 333.65, 3, 20, 2),
+    "SafetyDroneRun-v0/random": (859.72, 411.96, 16.22, 14.82, 372.78, 3, 20, 2),
+    "SafetyDroneRun-v0/sa-mad": (1275.44, 538.24, 87.89, 19.05, 571.62, 2, 20, 2),
+    "SafetyDroneRun-v0/sa-mc": (1309.14, 545.86, 143.28, 21.37, 549.27, 2, 20, 2),
+    "SafetyDroneRun-v0/sa-mr": (1286.25, 491.68, 198.15, 19.41, 528.56, 3, 20, 2),
+    "SafetyDroneRun-v0/vanilla": (788.56, 390.73, 0.0, 16.96, 332.83, 3, 20, 2),
 }
 
 # The task the others are scaled from, and each task's seconds per env step of env stepping,

@@ -15,27 +15,69 @@ from robustsafe.experiments.grid import GridSpec, plan_grid
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_measured_scaled_and_paper_rates():
+def test_measured_scaled_and_paper_rates(monkeypatch):
     car = step_cost("SafetyCarRun-v0", "vanilla", "fast")
     key = "SafetyCarRun-v0/vanilla"
     assert car.basis.startswith("measured") and car.wall == pytest.approx(
         rates.MEASURED[key][0] * 1e-6 / load_factor(key)
     )
     assert car.env + car.attack + car.policy + car.update <= car.wall  # wall adds start-up
-    ref = step_cost(rates.REFERENCE, "adv-mc", "fast")
-    ant = step_cost("SafetyAntRun-v0", "adv-mc", "fast")
-    env, policy, update = rates.TRAIN_OVER_REFERENCE["SafetyAntRun-v0"]
-    assert (ant.env, ant.policy, ant.update) == pytest.approx(
-        (ref.env * env, ref.policy * policy, ref.update * update)
-    )
-    assert ant.attack == ref.attack and f"env x{env:.2f}" in ant.basis
-    scaled = ref.env * (env - 1) + ref.policy * (policy - 1) + ref.update * (update - 1)
-    assert ant.wall == pytest.approx(ref.wall + scaled)
-    paper = step_cost("SafetyAntRun-v0", "adv-mc", "paper")
-    assert paper.wall == pytest.approx(ant.wall + ant.update * (rates.PAPER_UPDATE_FACTOR - 1))
-    assert "paper" in paper.basis
     assert "as adv-mc" in step_cost("SafetyCarRun-v0", "adv-mix:0.5").basis
     assert "no measurement" in step_cost("pkg.mod:Other-v0", "vanilla").basis
+    # a task without runs: the reference's rates, each part scaled by the task's ratio
+    # (rates in microseconds: wall, env, attack, policy, update)
+    measured = {
+        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1, 20, 2),
+    }
+    monkeypatch.setattr(rates, "MEASURED", measured)
+    monkeypatch.setattr(rates, "REFERENCE", "Ref-v0")
+    ratios = {"Ref-v0": (1.0, 1.0, 1.0), "Ant-v0": (2.0, 1.5, 0.5)}
+    monkeypatch.setattr(rates, "TRAIN_OVER_REFERENCE", ratios)
+    ant = step_cost("Ant-v0", "adv-mc", "fast")
+    assert (ant.env, ant.attack, ant.policy, ant.update) == pytest.approx(
+        (120e-6, 50e-6, 15e-6, 15e-6)
+    )
+    assert ant.wall == pytest.approx(150e-6 + 60e-6 + 5e-6 - 15e-6)
+    assert "Ref-v0's, env x2.00, policy x1.50, update x0.50" in ant.basis
+    paper = step_cost("Ant-v0", "adv-mc", "paper")
+    assert paper.wall == pytest.approx(ant.wall + 15e-6 * (rates.PAPER_UPDATE_FACTOR - 1))
+    assert "paper" in paper.basis
+
+
+def test_a_task_measured_in_vanilla_adds_the_modes_extra_time_from_the_nearest_task(
+    monkeypatch,
+):
+    """AntRun (fast: every env attacked after epoch 50 of 250, 0.8 of its steps) measured only
+    in vanilla: its own vanilla rates plus ADV-MC's extra per step on DroneRun (0.92), not on
+    the reference task CarCircle (0.25); AntCircle (0.41): DroneCircle (0.40, a Circle task)
+    before CarRun (0.40, a Run task)."""
+    measured = {
+        "SafetyCarCircle-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "SafetyCarCircle-v0/adv-mc": (130.0, 60.0, 20.0, 10.0, 40.0, 1, 20, 2),
+        "SafetyCarRun-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "SafetyCarRun-v0/adv-mc": (110.0, 60.0, 10.0, 10.0, 30.0, 1, 20, 2),
+        "SafetyDroneRun-v0/vanilla": (80.0, 40.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "SafetyDroneRun-v0/adv-mc": (200.0, 40.0, 100.0, 12.0, 40.0, 1, 20, 2),
+        "SafetyDroneCircle-v0/vanilla": (80.0, 40.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "SafetyDroneCircle-v0/adv-mc": (150.0, 40.0, 60.0, 10.0, 30.0, 1, 20, 2),
+        "SafetyAntRun-v0/vanilla": (300.0, 200.0, 0.0, 20.0, 70.0, 1, 20, 2),
+        "SafetyAntCircle-v0/vanilla": (400.0, 250.0, 0.0, 20.0, 100.0, 1, 20, 2),
+    }
+    monkeypatch.setattr(rates, "MEASURED", measured)
+    monkeypatch.setattr(rates, "REFERENCE", "SafetyCarCircle-v0")
+    ant = step_cost("SafetyAntRun-v0", "adv-mc")
+    # DroneRun's extra: attack +100, policy +2, update +10 (env unchanged)
+    assert (ant.wall, ant.env, ant.attack, ant.policy, ant.update) == pytest.approx(
+        (412e-6, 200e-6, 100e-6, 22e-6, 80e-6)
+    )
+    assert "SafetyDroneRun-v0/adv-mc over SafetyDroneRun-v0/vanilla" in ant.basis
+    assert step_cost("SafetyAntRun-v0", "vanilla").wall == pytest.approx(300e-6)
+    circle = step_cost("SafetyAntCircle-v0", "adv-mc")
+    assert (circle.wall, circle.attack) == pytest.approx((460e-6, 60e-6))  # parts only
+    assert "SafetyDroneCircle-v0/adv-mc" in circle.basis
+    paper = step_cost("SafetyAntRun-v0", "adv-mc", "paper")
+    assert paper.wall == pytest.approx(412e-6 + 80e-6 * (rates.PAPER_UPDATE_FACTOR - 1))
 
 
 def test_other_learners_are_priced_from_their_own_runs(monkeypatch):
