@@ -4,8 +4,10 @@ Per (task, mode) and processor: the runs' training wall time (pauses taken out a
 ``benchmarks/compute_rates.py`` does), pooled over seeds, the model's time for the same env
 steps (``robustsafe.experiments.compute.step_cost``, idle machine, the rates' processor), and
 each mode's time over the same task's vanilla time on the same processor, measured and modelled:
-that ratio does not depend on the processor's speed, so the runs on the other processor (not in
-the rates) check the model out of sample.
+that ratio does not depend on the processor's speed (it does on how loaded the machine was
+while each run trained), so the runs on the other processor, which are not in the rates, check
+the model out of sample; the rates' processor's runs are the rates themselves (in sample).
+PPOL runs only (run directories named by the mode alone).
 
     python benchmarks/compute_check.py --out benchmarks/results/compute/model_check.md
 """
@@ -19,9 +21,11 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from compute_rates import RATES_CPU, without_stopped_epochs
+from compute_rates import RATES_CPU, on_the_rates_machine, without_stopped_epochs
 
 from robustsafe.experiments.compute import step_cost
+
+LEARNER_PREFIXES = ("focops", "sac-lag", "cvpo")  # run directories of the other learners
 
 
 def _cpu(run: Path) -> str:
@@ -40,14 +44,17 @@ def main() -> None:
     p.add_argument("--runs", default="benchmarks/results/table1da")
     p.add_argument("--out", default="benchmarks/results/compute/model_check.md")
     args = p.parse_args()
-    # (task, mode, cpu) -> [(wall seconds, env steps)]
+    # (task, mode, cpu) -> [(wall seconds, env steps)]; cpu "in the rates" for those runs
     runs: dict[tuple[str, str, str], list[tuple[float, int]]] = defaultdict(list)
     for metrics in sorted(Path(args.runs).glob("*/*/seed*/metrics.csv")):
         task, mode = metrics.parts[-4], metrics.parts[-3]
+        if mode.startswith(LEARNER_PREFIXES):
+            continue
         with metrics.open() as f:
             rows = list(csv.DictReader(f))
         wall, _ = without_stopped_epochs(rows)
-        runs[(task, mode, _cpu(metrics.parent))].append((wall, int(rows[-1]["env_steps"])))
+        cpu = "in the rates" if on_the_rates_machine(metrics.parent) else _cpu(metrics.parent)
+        runs[(task, mode, cpu)].append((wall, int(rows[-1]["env_steps"])))
     minutes = {k: statistics.mean(w for w, _ in v) / 60 for k, v in runs.items()}
     model = {
         k: statistics.mean(step_cost(k[0], k[1]).wall * n for _, n in v) / 60
@@ -61,8 +68,10 @@ def main() -> None:
         "with one to three other jobs. Model: `robustsafe grid --dry-run`'s time for the same",
         "steps on an idle machine of the rates' processor. Ratio to vanilla: the mode's time",
         "over the same task's PPOL-vanilla time on the same processor, which does not depend on",
-        f"the processor's speed. Runs on processors other than {RATES_CPU} are not in the",
-        "rates: their ratios check the model out of sample.",
+        "the processor's speed, but does on each run's load. Runs on processors other than",
+        f"{RATES_CPU} (or whose processor was not recorded) are not in the rates: their ratios",
+        "check the model out of sample; the rows marked `in the rates` are the rates themselves",
+        "(measured / model is the load the model divides out).",
         "",
         "| task | mode | processor | runs | measured min | model min | measured / model |"
         " ratio to vanilla, measured | ratio to vanilla, model | model's basis |",

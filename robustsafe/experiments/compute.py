@@ -9,18 +9,24 @@ of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.p
   seconds per step: the whole training's wall time (start-up, checkpoints and updates
   included) over its env steps, pooled over seeds, divided by their load factor: their
   env-stepping time per step over the least of the task's runs with the same env layout and
-  kind of rollout (on- or off-policy), since only the machine's load changes that (the
-  committed runs shared the machine with up to 6 jobs);
+  kind of rollout (on- or off-policy), or over the reference task's least times the two tasks'
+  env-stepping ratio in the calibration trainings below where that is less (a task with one
+  run group has no peer), since only the machine's load changes that (the committed runs
+  shared the machine with up to 6 jobs);
+- the attack part of random / ADV training is multiplied by the share of env steps attacked
+  (attacked envs x epochs after the schedule's start, under the preset priced) over the
+  source runs' share under fast (CarCircle 0.25; ``paper`` attacks every env: 0.5);
 - a task measured in vanilla training but not in the mode takes its own vanilla rates plus
-  what the mode adds per step (each part: the mode's minus vanilla's) on the task whose fast
-  preset attacks the nearest share of env steps in random / adv training (attacked envs x
-  epochs after the schedule's start; AntRun's 0.8 nearest DroneRun's 0.92, AntCircle's 0.41
-  DroneCircle's 0.4), since the attack's share of the time follows it;
-- a task without runs uses the rates of that nearest task (for a task without fast settings
-  of its own, the reference task's: SafetyCarCircle-v0, the same (256, 256) networks as the
-  Drone and Ant presets), or for another learner whichever task it was measured on, with
-  the env-stepping, policy and update parts each scaled by the two tasks' ratio in short fast
-  vanilla trainings run one after the other on an otherwise idle machine
+  what the mode adds per step on another task (each part: the mode's minus that task's
+  vanilla's, at least 0; the wall time grows by their sum): for random / ADV training the
+  task whose fast preset attacks the nearest share of env steps (AntRun's 0.8 nearest
+  DroneRun's 0.92, AntCircle's 0.41 DroneCircle's 0.40; among equals a task of the same kind,
+  Run or Circle), since the per-step attack cost differs from task to task; else the
+  reference task;
+- a task without runs uses the reference task's rates (SafetyCarCircle-v0: the same
+  (256, 256) networks as the Drone and Ant presets), or for another learner whichever task it
+  was measured on, with the env-stepping, policy and update parts each scaled by the two
+  tasks' ratio in short fast vanilla trainings run one after the other on an idle machine
   (``benchmarks/compute_calibration.py --train-only``: the physics, the episode resets, the
   epoch size's share of the update cost); a task without that measurement uses the source's
   rates unchanged (factor 1, stated);
@@ -90,16 +96,28 @@ def _rollout_group(key: str) -> tuple:
     return task, num_envs, workers, label.startswith(OFF_POLICY_LABELS)
 
 
+def _least_env(group: tuple) -> float | None:
+    """The least env-stepping time per step among a rollout group's measured keys."""
+    env = rates.FIELDS.index("env")
+    times = [v[env] for k, v in rates.MEASURED.items() if _rollout_group(k) == group and v[env] > 0]
+    return min(times) if times else None
+
+
 def load_factor(key: str) -> float:
     """How much slower the runs behind ``key`` stepped their envs per step than the least
-    loaded runs of the same rollout group (>= 1): the machine's load while they ran, divided
-    out of all of their parts."""
-    env = rates.FIELDS.index("env")
+    loaded runs of the same rollout group (>= 1), or than the reference task's least loaded
+    runs of the same layout times the two tasks' env-stepping ratio in the side-by-side
+    trainings, whichever is less (a task with one run group has no peer of its own): the
+    machine's load while they ran, divided out of all of their parts."""
     group = _rollout_group(key)
-    least = min(
-        v[env] for k, v in rates.MEASURED.items() if _rollout_group(k) == group and v[env] > 0
-    )
-    return max(1.0, rates.MEASURED[key][env] / least) if least > 0 else 1.0
+    least = [_least_env(group)]
+    ratio = rates.TRAIN_OVER_REFERENCE.get(group[0])
+    ref_ratio = rates.TRAIN_OVER_REFERENCE.get(rates.REFERENCE)
+    ref_least = _least_env((rates.REFERENCE, *group[1:]))
+    if ratio and ref_ratio and ref_least:
+        least.append(ref_least * ratio[0] / ref_ratio[0])
+    floor = min(x for x in least if x)
+    return max(1.0, rates.MEASURED[key][rates.FIELDS.index("env")] / floor)
 
 
 def _parts(key: str) -> StepCost:
@@ -127,25 +145,43 @@ def _kind(task: str) -> str:
     return found.group(1) if found else task
 
 
-def _attacked_share(task: str) -> float | None:
-    """The share of env steps the fast preset's random / adv training attacks on ``task``: the
-    attacked envs' share times the epochs after the schedule's start; None for a task without
-    fast settings of its own."""
-    from robustsafe.presets import _FAST_TASKS, preset
+def _attacks_rollouts(mode: str) -> bool:
+    """Whether training in ``mode`` acts on attacked observations (random noise or ADV)."""
+    return mode == "random" or mode.startswith("adv-")
 
-    if task not in _FAST_TASKS:
+
+def _attacked_share(task: str, preset_name: str = "fast") -> float | None:
+    """The share of env steps that random / ADV training attacks on ``task`` under the preset:
+    the attacked envs' share times the epochs after the schedule's start; None for a task
+    without settings of its own in that preset."""
+    from robustsafe.presets import _FAST_TASKS, _PAPER_TASKS, preset
+
+    if task not in (_FAST_TASKS if preset_name == "fast" else _PAPER_TASKS):
         return None
-    cfg = preset(task, "fast")
+    cfg = preset(task, preset_name)
     return cfg.robust.attacked_fraction * max(0.0, 1.0 - cfg.robust.schedule_start / cfg.epochs)
 
 
-def _source(task: str, mode: str, algo: str) -> tuple[str, list[str]] | None:
-    """The MEASURED key to price (task, mode, algo) from: this task's, else that of the task
-    whose fast preset attacks the nearest share of env steps (to 0.01; among equals a task of
-    the same kind, Run or Circle, then the reference task), else any task's with the same
-    run-directory name; None if there is none."""
+def _attack_scale(task: str, source: str, mode: str, preset_name: str) -> float:
+    """What the source's attack time per step is multiplied by for ``task`` under the preset:
+    the two attacked shares' ratio (the source's runs trained with ``fast``); 1 for a mode
+    that does not attack its rollouts or a share that is not known."""
+    if not _attacks_rollouts(mode):
+        return 1.0
+    ours, theirs = _attacked_share(task, preset_name), _attacked_share(source)
+    return ours / theirs if ours is not None and theirs else 1.0
+
+
+def _source(
+    task: str, mode: str, algo: str, by_share: bool = False
+) -> tuple[str, list[str]] | None:
+    """The MEASURED key to price (task, mode, algo) from: this task's; else (``by_share``, for
+    a mode that attacks its rollouts) that of the task whose fast preset attacks the nearest
+    share of env steps (to 0.01; among equals a task of the same kind, Run or Circle, then the
+    reference task); else the reference task's; else any task's with the same run-directory
+    name; None if there is none."""
     measured_tasks = sorted({k.split("/", 1)[0] for k in rates.MEASURED})
-    share = _attacked_share(task)
+    share = _attacked_share(task) if by_share and _attacks_rollouts(mode) else None
     if share is None:
         tasks = [task, rates.REFERENCE, *measured_tasks]
     else:
@@ -164,23 +200,33 @@ def _source(task: str, mode: str, algo: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def _own_vanilla_plus_extra(task: str, key: str, algo: str) -> StepCost | None:
+_PARTS = ("env", "attack", "policy", "update")
+
+
+def _own_vanilla_plus_extra(
+    task: str, key: str, mode: str, algo: str, preset_name: str
+) -> StepCost | None:
     """A task measured in vanilla training but not in ``key``'s mode: its own vanilla rates
-    plus what the mode adds per step (each part: the mode's minus vanilla's) on the task that
-    measured it; None if either vanilla run is missing."""
-    own, theirs = _source(task, "vanilla", algo), _source(key.split("/", 1)[0], "vanilla", algo)
+    plus what the mode adds per step on the task that measured it (each part: the mode's
+    minus that task's vanilla's, at least 0; the attack part times the attacked shares'
+    ratio; the wall time grows by the parts' sum); None if either vanilla run is missing."""
+    source = key.split("/", 1)[0]
+    own, theirs = _source(task, "vanilla", algo), _source(source, "vanilla", algo)
     if own is None or theirs is None or not own[0].startswith(f"{task}/"):
         return None
-    base, mode, vanilla = _parts(own[0]), _parts(key), _parts(theirs[0])
-    extra = {f: max(0.0, getattr(mode, f) - getattr(vanilla, f)) for f in _PARTS}
+    if not theirs[0].startswith(f"{source}/"):
+        return None
+    base, modal, vanilla = _parts(own[0]), _parts(key), _parts(theirs[0])
+    extra = {f: max(0.0, getattr(modal, f) - getattr(vanilla, f)) for f in _PARTS}
+    scale = _attack_scale(task, source, mode, preset_name)
+    extra["attack"] *= scale
+    loads = [c.basis for c in (base, modal, vanilla) if c.basis]
+    attack = f", attack x{scale:.2f}" if scale != 1.0 else ""
     return StepCost(
         wall=base.wall + sum(extra.values()),
         **{f: getattr(base, f) + extra[f] for f in _PARTS},
-        basis=f"{own[0]} measured + {key} over {theirs[0]}",
+        basis="; ".join([f"{own[0]} measured + {key} over {theirs[0]}{attack}", *loads]),
     )
-
-
-_PARTS = ("env", "attack", "policy", "update")
 
 
 def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") -> StepCost:
@@ -191,11 +237,11 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
         mode = "adv-mc"
     task = env_id.rsplit(":", 1)[-1]
     found = _source(task, mode, algo)
-    attack = 0.0  # attack time per step added to a learner's vanilla rates
+    ppol_attack = None  # PPOL's attack time per step, added to a learner's vanilla rates
     if found is None and mode != "vanilla":
         found = _source(task, "vanilla", algo)
         if found is not None and algo != "ppol":
-            attack = step_cost(env_id, mode, "fast").attack
+            ppol_attack = step_cost(env_id, mode, preset).attack
             notes.append(f"{mode} as vanilla + PPOL's attack time")
         elif found is not None:
             notes.append(f"{mode} as vanilla")
@@ -206,14 +252,21 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
         raise KeyError(f"no measured rates for {task}/{mode}")
     key, source_notes = found
     source = key.split("/", 1)[0]
-    if source != task and attack == 0.0:
-        combined = _own_vanilla_plus_extra(task, key, algo)
+    if source != task and ppol_attack is None:
+        nearest, nearest_notes = _source(task, mode, algo, by_share=True) or found
+        combined = _own_vanilla_plus_extra(task, nearest, mode, algo, preset)
         if combined is not None:
-            return _paper(combined, preset, [combined.basis, *source_notes])
+            return _paper(combined, preset, [combined.basis, *nearest_notes, *notes])
     c = _parts(key)
     if c.basis:
         source_notes = [*source_notes, c.basis]
-    c = replace(c, wall=c.wall + attack, attack=c.attack + attack)
+    if ppol_attack is not None:
+        c = replace(c, wall=c.wall + ppol_attack, attack=c.attack + ppol_attack)
+    else:
+        scale = _attack_scale(task, source, mode, preset)
+        c = replace(c, wall=c.wall + c.attack * (scale - 1), attack=c.attack * scale)
+        if scale != 1.0:
+            notes.append(f"attack x{scale:.2f} (attacked share of env steps)")
     if source == task:
         basis = "measured"
     else:

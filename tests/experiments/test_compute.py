@@ -55,6 +55,7 @@ def test_a_task_measured_in_vanilla_adds_the_modes_extra_time_from_the_nearest_t
     measured = {
         "SafetyCarCircle-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
         "SafetyCarCircle-v0/adv-mc": (130.0, 60.0, 20.0, 10.0, 40.0, 1, 20, 2),
+        "SafetyCarCircle-v0/sa-mc": (145.0, 60.0, 5.0, 10.0, 40.0, 1, 20, 2),
         "SafetyCarRun-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
         "SafetyCarRun-v0/adv-mc": (110.0, 60.0, 10.0, 10.0, 30.0, 1, 20, 2),
         "SafetyDroneRun-v0/vanilla": (80.0, 40.0, 0.0, 10.0, 30.0, 1, 20, 2),
@@ -66,18 +67,49 @@ def test_a_task_measured_in_vanilla_adds_the_modes_extra_time_from_the_nearest_t
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "SafetyCarCircle-v0")
+    monkeypatch.setattr(rates, "TRAIN_OVER_REFERENCE", {})  # no load to divide out
     ant = step_cost("SafetyAntRun-v0", "adv-mc")
-    # DroneRun's extra: attack +100, policy +2, update +10 (env unchanged)
+    # DroneRun's extra: attack +100 x 0.8 / 0.92 (the attacked shares), policy +2, update +10
+    # (env unchanged); the wall time grows by the parts' sum
+    attack = 100 * 0.8 / 0.92
     assert (ant.wall, ant.env, ant.attack, ant.policy, ant.update) == pytest.approx(
-        (412e-6, 200e-6, 100e-6, 22e-6, 80e-6)
+        (1e-6 * (300 + attack + 12), 200e-6, 1e-6 * attack, 22e-6, 80e-6)
     )
-    assert "SafetyDroneRun-v0/adv-mc over SafetyDroneRun-v0/vanilla" in ant.basis
+    assert "SafetyDroneRun-v0/adv-mc over SafetyDroneRun-v0/vanilla, attack x0.87" in ant.basis
     assert step_cost("SafetyAntRun-v0", "vanilla").wall == pytest.approx(300e-6)
-    circle = step_cost("SafetyAntCircle-v0", "adv-mc")
-    assert (circle.wall, circle.attack) == pytest.approx((460e-6, 60e-6))  # parts only
-    assert "SafetyDroneCircle-v0/adv-mc" in circle.basis
+    # 60 x 0.40667 / 0.4; an ADV mixture is priced as ADV-MC, and says so
+    circle = step_cost("SafetyAntCircle-v0", "adv-mix:0.5")
+    assert (circle.wall, circle.attack) == pytest.approx((461e-6, 61e-6))
+    assert "SafetyDroneCircle-v0/adv-mc" in circle.basis and "as adv-mc" in circle.basis
+    # SA-PPOL does not attack its rollouts: the reference task's extra (attack +5 in its
+    # regulariser, update +10), unscaled
+    sa = step_cost("SafetyAntRun-v0", "sa-mc")
+    assert sa.wall == pytest.approx(315e-6) and "SafetyCarCircle-v0/sa-mc" in sa.basis
+    # paper: AntRun attacks every env after epoch 50 of 250 there too (0.8), and its updates
+    # cost PAPER_UPDATE_FACTOR times fast's
     paper = step_cost("SafetyAntRun-v0", "adv-mc", "paper")
-    assert paper.wall == pytest.approx(412e-6 + 80e-6 * (rates.PAPER_UPDATE_FACTOR - 1))
+    assert paper.wall == pytest.approx(ant.wall + 80e-6 * (rates.PAPER_UPDATE_FACTOR - 1))
+    # CarCircle measured under fast (0.25 of its steps attacked); paper attacks 0.5
+    car = step_cost("SafetyCarCircle-v0", "adv-mc", "paper")
+    assert car.attack == pytest.approx(40e-6) and "attack x2.00" in car.basis
+
+
+def test_a_task_with_one_run_group_has_its_load_measured_against_the_reference(monkeypatch):
+    """Ant-v0's env stepping per step in the side-by-side trainings is twice the reference's:
+    its only run group, at four times the reference's least loaded time, ran at load x2."""
+    measured = {
+        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
+        "Ref-v0/sa-mc": (200.0, 90.0, 0.0, 10.0, 90.0, 1, 20, 2),  # x1.5 against Ref's own
+        "Ant-v0/vanilla": (400.0, 240.0, 0.0, 20.0, 120.0, 1, 20, 2),
+        "Ant-v0/sac-lag-vanilla": (900.0, 240.0, 0.0, 20.0, 600.0, 1, 5, 2),  # no Ref peer
+    }
+    monkeypatch.setattr(rates, "MEASURED", measured)
+    monkeypatch.setattr(rates, "REFERENCE", "Ref-v0")
+    ratios = {"Ref-v0": (1.0, 1.0, 1.0), "Ant-v0": (2.0, 1.0, 1.0)}
+    monkeypatch.setattr(rates, "TRAIN_OVER_REFERENCE", ratios)
+    assert [load_factor(k) for k in measured] == pytest.approx([1.0, 1.5, 2.0, 1.0])
+    ant = step_cost("Ant-v0", "vanilla")
+    assert ant.wall == pytest.approx(200e-6) and "load x2.00 divided out" in ant.basis
 
 
 def test_other_learners_are_priced_from_their_own_runs(monkeypatch):
