@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 from robustsafe.config import OFF_POLICY_ALGOS
 from robustsafe.experiments import compute_rates as rates
@@ -150,6 +151,7 @@ def _attacks_rollouts(mode: str) -> bool:
     return mode == "random" or mode.startswith("adv-")
 
 
+@cache
 def _attacked_share(task: str, preset_name: str = "fast") -> float | None:
     """The share of env steps that random / ADV training attacks on ``task`` under the preset:
     the attacked envs' share times the epochs after the schedule's start; None for a task
