@@ -11,7 +11,10 @@ For every run ``<root>/<env>/<mode>/seed<S>/`` with an ``eval.json`` under the g
   config, metrics and evaluation;
 - the copies' ``actions`` field names the action the run executed (its config's
   ``deterministic_action``; the squashed mean for sac-lag / cvpo), where code older than that
-  label wrote "deterministic (mean)" whatever the setting (``relabel_actions``).
+  label wrote "deterministic (mean)" whatever the setting (``relabel_actions``);
+- the copies' ``agent`` field, the absolute path of the run on the machine that trained it,
+  becomes ``<grid root's name>/<env>/<mode>/seed<S>`` (``relative_agent``), so that no
+  machine's path is committed.
 
 Then it writes ``<results>/table.{md,csv,tex}`` and ``table-costs.md``, and, with
 ``--readme FILE.md``, puts the costs table between that Markdown file's
@@ -90,6 +93,26 @@ def relabel_actions(run: Path) -> list[Path]:
     return changed
 
 
+def relative_agent(copy: Path, run: Path, root: Path) -> list[Path]:
+    """Rewrite the ``agent`` field of the evaluation files in ``copy`` (exported from ``run``,
+    a run under the grid root ``root``) from ``run``'s absolute path to the path relative to
+    ``root``'s parent, the form the committed files use. A field naming anything else (another
+    agent evaluated into this run) is left as it is. Returns the files rewritten."""
+    absolute = {str(run.absolute()), str(run.resolve())}
+    relative = str(run.resolve().relative_to(root.resolve().parent))
+    changed = []
+    for name in ("eval.json", *APPENDIX_FILES):
+        path = copy / name
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        if data.get("agent") in absolute:
+            data["agent"] = relative
+            write_json_atomic(path, data)
+            changed.append(path)
+    return changed
+
+
 def replace_between_markers(text: str, body: str) -> str:
     """``text`` with the lines between the table1 markers replaced by ``body``."""
     start, end = text.find(README_START), text.find(README_END)
@@ -121,10 +144,12 @@ def main() -> None:
             copy_files(run, args.results / rel, RUN_FILES)
             copy_files(run, args.results / rel, tuple(f for f in EXTRA_FILES if (run / f).exists()))
             relabel_actions(args.results / rel)
+            relative_agent(args.results / rel, run, root)
             n += 1
             if args.zoo and rel.name == f"seed{args.zoo_seed}":
                 copy_files(run, Path(args.zoo) / rel.parent, ZOO_FILES)
                 relabel_actions(Path(args.zoo) / rel.parent)
+                relative_agent(Path(args.zoo) / rel.parent, run, root)
     if n == 0:
         raise SystemExit(f"no evaluated runs under {[str(r) for r in args.roots]}")
     table = collect_table(args.results)

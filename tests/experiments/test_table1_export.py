@@ -1,8 +1,9 @@
-"""benchmarks/table1_export.py: the action label of exported evaluation files."""
+"""benchmarks/table1_export.py: the action label and agent path of exported evaluation files."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 try:
-    from table1_export import action_label, relabel_actions
+    from table1_export import action_label, relabel_actions, relative_agent
 finally:
     sys.path.remove(str(ROOT / "benchmarks"))
 
@@ -72,3 +73,39 @@ def test_committed_evaluations_name_the_action_their_run_executed():
             if path.exists() and json.loads(path.read_text()).get("actions") != label:
                 wrong.append(str(path.relative_to(ROOT)))
     assert not wrong, f"{len(wrong)} files, e.g. {wrong[:3]}"
+
+
+def test_agent_path_becomes_relative_to_the_grid_roots_parent(tmp_path):
+    root = tmp_path / "machine" / "runs" / "grid-a"
+    run = root / "SafetyCarRun-v0" / "adv-mc" / "seed2"
+    run.mkdir(parents=True)
+    copy = tmp_path / "results" / "SafetyCarRun-v0" / "adv-mc" / "seed2"
+    copy.mkdir(parents=True)
+    own = {"agent": str(run), "actions": MEAN, "results": [1.5]}
+    other = {"agent": "zoo/SafetyCarRun-v0/vanilla", "results": [2.5]}
+    (copy / "eval.json").write_text(json.dumps(own))
+    (copy / "eval-xi.json").write_text(json.dumps(other))
+    changed = relative_agent(copy, run, root)
+    assert changed == [copy / "eval.json"]
+    after = json.loads((copy / "eval.json").read_text())
+    assert after == {**own, "agent": "grid-a/SafetyCarRun-v0/adv-mc/seed2"}
+    # an agent other than the run's own is not rewritten
+    assert json.loads((copy / "eval-xi.json").read_text()) == other
+    # the same run reached through a relative root gives the same path
+    (copy / "eval.json").write_text(json.dumps(own))
+    relative_agent(copy, Path(os.path.relpath(run)), Path(os.path.relpath(root)))
+    assert json.loads((copy / "eval.json").read_text())["agent"] == after["agent"]
+
+
+def test_committed_evaluations_name_no_absolute_agent_path():
+    """No committed evaluation names its agent by a machine's absolute path."""
+    absolute = []
+    for path in [
+        *(ROOT / "benchmarks" / "results").rglob("eval*.json"),
+        *(ROOT / "zoo").rglob("eval*.json"),
+    ]:
+        data = json.loads(path.read_text())
+        agent = data.get("agent") if isinstance(data, dict) else None
+        if isinstance(agent, str) and agent.startswith("/"):
+            absolute.append(str(path.relative_to(ROOT)))
+    assert not absolute, f"{len(absolute)} files, e.g. {absolute[:3]}"
