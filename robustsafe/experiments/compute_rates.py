@@ -17,6 +17,7 @@ MEASURED = {
     "SafetyAntCircle-v0/adv-mc": (2126.34, 918.08, 886.4, 14.49, 260.89, 1, 20, 2),
     "SafetyAntCircle-v0/random": (1214.62, 878.4, 21.82, 19.37, 254.04, 1, 20, 2),
     "SafetyAntCircle-v0/sa-mad": (1508.21, 1022.91, 66.87, 27.75, 347.53, 1, 20, 2),
+    "SafetyAntCircle-v0/sa-mc": (1605.7, 1077.71, 119.51, 27.5, 335.55, 1, 20, 2),
     "SafetyAntCircle-v0/vanilla": (1483.16, 1060.34, 0.0, 24.38, 344.15, 1, 20, 2),
     "SafetyAntRun-v0/vanilla": (1003.84, 535.93, 0.0, 17.73, 340.81, 1, 20, 2),
     "SafetyCarCircle-v0/adv-mc": (1070.41, 628.97, 211.72, 8.34, 199.64, 3, 20, 2),
