@@ -72,6 +72,23 @@ def action_label(config: dict) -> str:
     return DETERMINISTIC_LABELS[config.get("deterministic_action", "mean")]
 
 
+def replace_field(run: Path, field: str, old: set[str], new: str) -> list[Path]:
+    """Set ``field`` to ``new`` in those of the run's evaluation files (``eval.json`` and the
+    appendix's) where it is one of ``old``; other files are left as they are. Returns the files
+    rewritten."""
+    changed = []
+    for name in ("eval.json", *APPENDIX_FILES):
+        path = run / name
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        if data.get(field) in old:
+            data[field] = new
+            write_json_atomic(path, data)
+            changed.append(path)
+    return changed
+
+
 def relabel_actions(run: Path) -> list[Path]:
     """Correct the ``actions`` field of the run's evaluation files where older code wrote its
     fixed label, "deterministic (mean)", whatever action the run's config made it execute.
@@ -80,17 +97,7 @@ def relabel_actions(run: Path) -> list[Path]:
     label, legacy = action_label(config), DETERMINISTIC_LABELS["mean"]
     if label == legacy:
         return []
-    changed = []
-    for name in ("eval.json", *APPENDIX_FILES):
-        path = run / name
-        if not path.exists():
-            continue
-        data = json.loads(path.read_text())
-        if data.get("actions") == legacy:
-            data["actions"] = label
-            write_json_atomic(path, data)
-            changed.append(path)
-    return changed
+    return replace_field(run, "actions", {legacy}, label)
 
 
 def relative_agent(copy: Path, run: Path, root: Path) -> list[Path]:
@@ -100,17 +107,7 @@ def relative_agent(copy: Path, run: Path, root: Path) -> list[Path]:
     agent evaluated into this run) is left as it is. Returns the files rewritten."""
     absolute = {str(run.absolute()), str(run.resolve())}
     relative = str(run.resolve().relative_to(root.resolve().parent))
-    changed = []
-    for name in ("eval.json", *APPENDIX_FILES):
-        path = copy / name
-        if not path.exists():
-            continue
-        data = json.loads(path.read_text())
-        if data.get("agent") in absolute:
-            data["agent"] = relative
-            write_json_atomic(path, data)
-            changed.append(path)
-    return changed
+    return replace_field(copy, "agent", absolute, relative)
 
 
 def replace_between_markers(text: str, body: str) -> str:
