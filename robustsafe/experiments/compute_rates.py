@@ -26,7 +26,7 @@ MEASURED = {
     "SafetyCarCircle-v0/adv-mc": (1070.41, 628.97, 211.72, 8.34, 199.64, 3, 20, 2),
     "SafetyCarCircle-v0/adv-mr": (1124.27, 621.28, 262.2, 8.01, 210.17, 3, 20, 2),
     "SafetyCarCircle-v0/cvpo-vanilla": (15261.88, 1577.04, 0.0, 46.11, 13582.15, 3, 20, 2),
-    "SafetyCarCircle-v0/focops-adv-mc": (2928.37, 1529.25, 790.64, 22.28, 550.17, 2, 20, 2),
+    "SafetyCarCircle-v0/focops-adv-mc": (2548.52, 1331.21, 693.0, 20.89, 472.66, 3, 20, 2),
     "SafetyCarCircle-v0/focops-adv-mr": (5206.57, 2223.59, 2055.63, 30.93, 808.69, 1, 20, 2),
     "SafetyCarCircle-v0/focops-vanilla": (2717.26, 1933.11, 0.0, 23.59, 719.82, 3, 20, 2),
     "SafetyCarCircle-v0/random": (1334.58, 861.87, 15.0, 14.27, 403.39, 3, 20, 2),
