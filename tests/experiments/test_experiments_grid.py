@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from grid_interrupt import epoch_of, sigterm_after_two_epochs
 
 from robustsafe.experiments.grid import (
     GridSpec,
@@ -227,32 +228,16 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
 
 def test_sigterm_to_the_grid_stops_the_training_it_started(tmp_path, importable_toy):
     """``kill <grid pid>`` must not leave its training running on its own."""
-    import signal
-    import subprocess
     import time
 
     out = tmp_path / "grid"
     cmd = [sys.executable, "-m", "robustsafe.cli", "grid", "--envs", TOY, "--modes", "vanilla"]
     cmd += ["--seeds", "0", "--out", str(out), "--epochs", "100000", "--no-eval"]
     cmd += [f"--set={item}" for item in TINY if item != "--set"]
-    grid = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    status = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0" / "status.json"
-
-    def epoch() -> int:
-        try:
-            return int(json.loads(status.read_text())["epoch"])
-        except (OSError, ValueError, KeyError):
-            return 0
-
-    deadline = time.monotonic() + 120
-    while epoch() < 2 and time.monotonic() < deadline and grid.poll() is None:
-        time.sleep(0.2)
-    assert epoch() >= 2, grid.communicate(timeout=30)
-    grid.send_signal(signal.SIGTERM)
-    _, err = grid.communicate(timeout=60)
-    assert grid.returncode == 130, err
+    run = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0"
+    err = sigterm_after_two_epochs(cmd, run)
     assert "Run the same command again to resume" in err
-    stopped_at = epoch()
+    stopped_at = epoch_of(run)
     time.sleep(2.0)  # an orphaned training would go on writing epochs
-    assert epoch() == stopped_at
+    assert epoch_of(run) == stopped_at
     assert not (out / ".grid.lock").exists()

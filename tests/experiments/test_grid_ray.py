@@ -26,6 +26,8 @@ else:
     ray = pytest.importorskip("ray", reason='Ray: pip install -e ".[test]"')
     cluster_utils = pytest.importorskip("ray.cluster_utils")
 
+from grid_interrupt import epoch_of, sigterm_after_two_epochs  # noqa: E402
+
 from robustsafe.experiments.grid import (  # noqa: E402
     GridSpec,  # noqa: E402
     plan_grid,
@@ -151,17 +153,11 @@ def test_a_run_whose_node_dies_resumes_on_the_other(tmp_path, cluster):
     grid = threading.Thread(target=lambda: box.update(r=run_grid(spec, log=logged.append)))
     grid.start()
 
-    def epoch(status: Path) -> int:
-        try:
-            return int(json.loads(status.read_text())["epoch"])
-        except (OSError, ValueError, KeyError):
-            return 0
-
     # wait until the driver holds a few epochs, then kill the node running the training
     deadline = time.monotonic() + 300
-    while epoch(run / "status.json") < 2 and time.monotonic() < deadline:
+    while epoch_of(run) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert epoch(run / "status.json") >= 2, "\n".join(logged)
+    assert epoch_of(run) >= 2, "\n".join(logged)
     busy = [
         (name, node, work)
         for name, (node, work) in nodes.items()
@@ -171,9 +167,9 @@ def test_a_run_whose_node_dies_resumes_on_the_other(tmp_path, cluster):
     name, node, work = busy[0]
 
     def on_node() -> int:  # the epochs that the node's copy of the run has finished
-        return max((epoch(p) for p in work.glob("robustsafe-run-*/status.json")), default=0)
+        return max((epoch_of(p) for p in work.glob("robustsafe-run-*")), default=0)
 
-    on_driver = epoch(run / "status.json")
+    on_driver = epoch_of(run)
     before = on_node()
     assert 0 < before < epochs, (before, "\n".join(logged))  # mid-run
     c.remove_node(node, allow_graceful=False)
@@ -213,7 +209,6 @@ def test_a_run_whose_node_dies_resumes_on_the_other(tmp_path, cluster):
 def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
     """``kill <grid>`` on the Ray backend: exit 130, the tasks stop and clean up, the same
     command resumes from what the driver holds."""
-    import signal
     import subprocess
     import sys
 
@@ -223,29 +218,11 @@ def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
     cmd += ["--seeds", "0", "--out", str(out), "--no-eval", "--backend", "ray"]
     sets = [f"--set={item}" for item in TINY if item != "--set"]
     env = {**os.environ, "RAY_ADDRESS": c.address}
-    grid = subprocess.Popen(
-        [*cmd, "--epochs", "100000", *sets],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    run = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0"
+    sigterm_after_two_epochs(
+        [*cmd, "--epochs", "100000", *sets], run, env=env, start_timeout=180, stop_timeout=120
     )
-    status = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0" / "status.json"
-
-    def epoch() -> int:
-        try:
-            return int(json.loads(status.read_text())["epoch"])
-        except (OSError, ValueError, KeyError):
-            return 0
-
-    deadline = time.monotonic() + 180
-    while epoch() < 2 and time.monotonic() < deadline and grid.poll() is None:
-        time.sleep(0.2)
-    assert epoch() >= 2, grid.communicate(timeout=30)
-    grid.send_signal(signal.SIGTERM)
-    _, err = grid.communicate(timeout=120)
-    assert grid.returncode == 130, err
-    held = epoch()
+    held = epoch_of(run)
     deadline = time.monotonic() + 180  # the cancelled task removes its directory (slow when loaded)
     while any(_files(w) for _, w in nodes.values()) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -259,4 +236,4 @@ def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
     )
     assert again.returncode == 0, again.stderr
     assert f"resume ({held}/{held + 1} epochs)" in again.stdout
-    assert epoch() == held + 1
+    assert epoch_of(run) == held + 1
