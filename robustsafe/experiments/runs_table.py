@@ -183,14 +183,15 @@ def _num(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _worst_text(row: RunRow) -> str:
-    """``12.30 (MR)``; the attackers tied at the highest cost, or ``all`` where every one is."""
+def _worst_text(row: RunRow, where: str = "") -> str:
+    """``12.30 (MR)``; the attackers tied at the highest cost, or ``all`` where every one is;
+    ``where`` is added inside the brackets (``12.30 (MR, seed 1)``)."""
     worst = row.worst
     if worst is None:
         return "-"
     tied = [a for a in AVERAGED_ATTACKS if row.attack_costs.get(a) == worst[1]]
     names = "all" if len(tied) == len(AVERAGED_ATTACKS) else ", ".join(_TITLES[a] for a in tied)
-    return f"{worst[1]:.2f} ({names})"
+    return f"{worst[1]:.2f} ({names}{where})"
 
 
 def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = None) -> str:
@@ -231,6 +232,56 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
 
+def _seed_list(rows: Sequence[RunRow]) -> str:
+    return ", ".join("-" if r.seed is None else str(r.seed) for r in rows)
+
+
+def _count(rows: Sequence[RunRow], verdicts: Sequence[bool | None]) -> str:
+    """``2 of 3 (0, 2)``: how many runs hold, of those judged, and their seeds."""
+    judged = [(r, v) for r, v in zip(rows, verdicts, strict=True) if v is not None]
+    if not judged:
+        return "-"
+    held = [r for r, v in judged if v]
+    seeds = f" ({_seed_list(held)})" if held and len(held) < len(judged) else ""
+    return f"{len(held)} of {len(judged)}{seeds}"
+
+
+def format_seeds_markdown(rows: Sequence[RunRow]) -> str:
+    """One line per (env, method): over its runs, how many are safe without attack, how many
+    robust (every attacker within the limit), the range of natural rewards and the highest
+    attacked cost, with its seed and attacker. The per-seed verdicts of ``format_runs_markdown``,
+    counted: whether a method holds on every seed, which the pooled Table 1 cannot say."""
+    groups: dict[tuple[str, str], list[RunRow]] = {}
+    for r in rows:
+        groups.setdefault((r.env_id, r.method), []).append(r)
+    head = ["Env", "Method", "Seeds", "Safe without attack", "Robust", "Natural reward"]
+    head += ["Highest attacked cost"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---|---:|---|"]
+    for (env_id, method), runs in groups.items():
+        safe = [None if r.cost_limit is None else r.natural_cost <= r.cost_limit for r in runs]
+        rewards = [r.natural_reward for r in runs]
+        span = f"{min(rewards):.1f}"
+        if len(runs) > 1:
+            span += f" to {max(rewards):.1f}"
+        judged = [r for r in runs if r.worst is not None]
+        highest = "-"
+        if judged:
+            at = max(judged, key=lambda r: r.worst[1])  # the first seed on a tie
+            highest = _worst_text(at, f", seed {'-' if at.seed is None else at.seed}")
+        star = "*" if any(r.failing for r in runs) else ""
+        cells = [env_id, method + star, _seed_list(runs), _count(runs, safe)]
+        cells += [_count(runs, [r.robust for r in runs]), span, highest]
+        lines.append("| " + " | ".join(cells) + " |")
+    legend = (
+        "Per method, its runs counted: safe without attack (natural cost within the run's cost "
+        "limit), robust (cost within the limit under all five attackers; runs missing one are "
+        "not counted), with the seeds that hold where not all do; the natural reward's range "
+        "over the seeds; the highest mean cost under any attacker, and where. * a method Table 1 "
+        "stars as failing: its low costs are no robustness."
+    )
+    return "\n".join(lines) + "\n\n" + legend + "\n"
+
+
 def format_runs_csv(rows: Sequence[RunRow], root: str | PathLike | None = None) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -265,8 +316,9 @@ def format_runs_csv(rows: Sequence[RunRow], root: str | PathLike | None = None) 
 def write_runs_tables(
     runs_dir: str | PathLike, out_prefix: str | PathLike, table: ResultsTable | None = None
 ) -> list[Path]:
-    """Write ``<prefix>-runs.md`` and ``<prefix>-runs.csv``; returns the paths (none if no run).
-    ``table``: Table 1 of the same runs, if already built."""
+    """Write ``<prefix>-runs.md``, ``<prefix>-runs.csv`` and ``<prefix>-seeds.md`` (the runs
+    counted per method); returns the paths (none if no run). ``table``: Table 1 of the same
+    runs, if already built."""
     rows, _ = collect_runs(runs_dir, table)
     if not rows:
         return []
@@ -275,5 +327,6 @@ def write_runs_tables(
         (
             ("-runs.md", format_runs_markdown(rows, root=runs_dir)),
             ("-runs.csv", format_runs_csv(rows, root=runs_dir)),
+            ("-seeds.md", format_seeds_markdown(rows)),
         ),
     )

@@ -323,8 +323,10 @@ def test_expectation_agrees_with_table_csv():
     assert [r[1] for r in table1[1:]] == [m + "*" * failing for _, m, failing in pairs]
     seeds = sum(int(r["n_seeds"]) for r in rows if r["attack"] == "none")
     assert len(expected.runs) == seeds == 42
-    assert len(expected.tables) == 4  # Table 1, the appendix's, its costs, the per-run table
-    assert len(expected.tables[-1]) == 1 + seeds  # one line per run
+    # Table 1, the appendix's, its costs, the per-run table, the runs counted per method
+    assert len(expected.tables) == 5
+    assert len(expected.tables[-2]) == 1 + seeds  # one line per run
+    assert len(expected.tables[-1]) == 1 + len(pairs)  # one line per method
 
 
 def test_committed_table1_report_in_chromium(browser, table1_page):

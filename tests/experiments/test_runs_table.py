@@ -180,3 +180,43 @@ def test_the_limit_falls_back_to_the_runs_config_when_the_evaluation_has_none(tm
     assert by_seed[0].cost_limit == 8.0 and by_seed[0].robust is True
     assert by_seed[1].cost_limit == 5.0 and by_seed[1].robust is False
     assert by_seed[2].cost_limit is None and by_seed[2].robust is None
+
+
+def test_the_seeds_table_counts_safe_and_robust_runs_per_method(tmp_path):
+    # PPOL-vanilla: seed 0 safe (natural cost 1) and broken (MR 20); seed 1 unsafe (7), MC 30
+    v0 = uniform(400.0, 1.0)
+    v0["mr"] = [(500.0, 20.0)] * 2
+    v1 = uniform(380.0, 7.0)
+    v1["mc"] = [(450.0, 30.0)] * 2
+    # ADV-PPOL(MC): seed 0 robust (worst 5.0, at the limit), seed 1 not (MAD 6.0),
+    # seed 2 not judged (no AMAD evaluation) but safe without attack
+    a0 = uniform(300.0, 0.0)
+    a0["mc"] = [(300.0, 4.0), (300.0, 6.0)]
+    a1 = uniform(320.0, 0.0)
+    a1["mad"] = [(320.0, 6.0)] * 2
+    a2 = uniform(-10.0, 0.0)
+    del a2["amad"]
+    for mode, seed, res in [
+        ("vanilla", 0, v0),
+        ("vanilla", 1, v1),
+        ("adv-mc", 0, a0),
+        ("adv-mc", 1, a1),
+        ("adv-mc", 2, a2),
+    ]:
+        with_limit(write_eval(tmp_path, mode, seed, res), 5.0)
+
+    _cli_table(tmp_path)
+    (table,) = markdown_tables((tmp_path / "table-seeds.md").read_text())
+    header, body = table[0], table[1:]
+    cells = {line[1]: dict(zip(header, line, strict=True)) for line in body}
+    assert list(cells) == ["PPOL-vanilla", "ADV-PPOL(MC)"]
+    vanilla, adv = cells["PPOL-vanilla"], cells["ADV-PPOL(MC)"]
+    assert vanilla["Seeds"] == "0, 1" and adv["Seeds"] == "0, 1, 2"
+    assert vanilla["Safe without attack"] == "1 of 2 (0)"
+    assert vanilla["Robust"] == "0 of 2"
+    assert vanilla["Natural reward"] == "380.0 to 400.0"
+    assert vanilla["Highest attacked cost"] == "30.00 (MC, seed 1)"
+    assert adv["Safe without attack"] == "3 of 3"
+    assert adv["Robust"] == "1 of 2 (0)"  # seed 2 is missing an attacker: not counted
+    assert adv["Natural reward"] == "-10.0 to 320.0"
+    assert adv["Highest attacked cost"] == "6.00 (MAD, seed 1)"
