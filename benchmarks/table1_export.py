@@ -110,6 +110,14 @@ def relative_agent(copy: Path, run: Path, root: Path) -> list[Path]:
     return replace_field(copy, "agent", absolute, relative)
 
 
+def export_run(run: Path, root: Path, dest: Path, names: tuple[str, ...]) -> None:
+    """Copy ``names`` of ``run`` (under the grid root ``root``) to ``dest``, then correct the
+    copies' action label and agent path."""
+    copy_files(run, dest, names)
+    relabel_actions(dest)
+    relative_agent(dest, run, root)
+
+
 def replace_between_markers(text: str, body: str) -> str:
     """``text`` with the lines between the table1 markers replaced by ``body``."""
     start, end = text.find(README_START), text.find(README_END)
@@ -138,15 +146,11 @@ def main() -> None:
     for root in args.roots:
         for run in finished_runs(root):
             rel = run.relative_to(root)
-            copy_files(run, args.results / rel, RUN_FILES)
-            copy_files(run, args.results / rel, tuple(f for f in EXTRA_FILES if (run / f).exists()))
-            relabel_actions(args.results / rel)
-            relative_agent(args.results / rel, run, root)
+            extra = tuple(f for f in EXTRA_FILES if (run / f).exists())
+            export_run(run, root, args.results / rel, RUN_FILES + extra)
             n += 1
             if args.zoo and rel.name == f"seed{args.zoo_seed}":
-                copy_files(run, Path(args.zoo) / rel.parent, ZOO_FILES)
-                relabel_actions(Path(args.zoo) / rel.parent)
-                relative_agent(Path(args.zoo) / rel.parent, run, root)
+                export_run(run, root, Path(args.zoo) / rel.parent, ZOO_FILES)
     if n == 0:
         raise SystemExit(f"no evaluated runs under {[str(r) for r in args.roots]}")
     table = collect_table(args.results)
