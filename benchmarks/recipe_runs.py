@@ -15,26 +15,25 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
+from robustsafe.experiments import runs_table
+
 LAST = 10
 
 
 def finite_mean(rows: list[dict[str, str]], key: str) -> float:
     """Mean of a ``metrics.csv`` column over ``rows``, leaving out the epochs that finished no
-    episode (empty or NaN), as the library's ``runs_table.training_cost`` does; NaN if none."""
-    values = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
-    values = [v for v in values if not math.isnan(v)]
-    return statistics.mean(values) if values else float("nan")
+    episode (empty or NaN), as the library's per-run table does; NaN if none."""
+    value = runs_table.finite_mean(rows, key)
+    return float("nan") if value is None else value
 
 
 def multiplier_key(rows: list[dict[str, str]]) -> str:

@@ -4,8 +4,9 @@ Table 1 pools the episodes of every seed of a method; whether a method holds on 
 (the targets of a reproduction) needs the runs one by one. For each ``eval.json`` under a
 directory: the natural reward and cost, the mean cost under each of the five attackers, the
 worst of them and whether it is within the cost limit the run was evaluated against (robust),
-and, from the run's ``metrics.csv`` beside it, the training-time episode cost of the stochastic
-policy over its last epochs (what the Lagrangian constrained).
+and, from the run's ``metrics.csv`` beside it, the training-time episode reward and cost of the
+stochastic policy over its last epochs (the cost is what the Lagrangian constrained) and the
+training's wall time.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
+from typing import NamedTuple
 
 from robustsafe.experiments.table import (
     AVERAGED_ATTACKS,
@@ -49,7 +51,9 @@ CSV_FIELDS = (
     "worst_cost",
     "cost_limit",
     "robust",
+    "train_reward",
     "train_cost",
+    "train_wall_s",
     "failing",
     "code",
     "path",
@@ -70,6 +74,8 @@ class RunRow:
     cost_limit: float | None
     train_cost: float | None
     path: Path
+    train_reward: float | None = None  # the same epochs' mean training episode return
+    train_wall_s: float | None = None  # the last epoch's wall_time: training, resumes included
     failing: bool = False  # Table 1's failing agent (its method's row is starred there)
     code: str | None = None  # the commits that trained it (provenance.json), None: not recorded
 
@@ -94,18 +100,37 @@ class RunRow:
         return worst[1] <= self.cost_limit
 
 
-def training_cost(metrics_csv: Path, epochs: int = TRAIN_EPOCHS) -> float | None:
-    """Mean training episode cost (``ep_cost``) over the last ``epochs`` rows of a run's
-    ``metrics.csv``, leaving out the epochs that finished no episode (NaN); None if the file is
-    missing or unreadable, or no such epoch has a cost."""
+class TrainingTail(NamedTuple):
+    """What a run's ``metrics.csv`` says of its end; ``None``: not recorded."""
+
+    reward: float | None  # mean ``ep_return`` over the last epochs that finished an episode
+    cost: float | None  # the same for ``ep_cost``
+    wall_s: float | None  # ``wall_time`` of the last epoch (seconds since the run started)
+
+
+def finite_mean(rows: Sequence[dict[str, str]], key: str) -> float | None:
+    """Mean of the column ``key`` over ``rows``, leaving out blanks and NaN (an epoch that
+    finished no episode); None if nothing is left or a cell is not a number."""
+    try:
+        values = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
+    except ValueError:
+        return None
+    values = [v for v in values if not math.isnan(v)]
+    return statistics.mean(values) if values else None
+
+
+def training_tail(metrics_csv: Path, epochs: int = TRAIN_EPOCHS) -> TrainingTail:
+    """The training episode reward and cost of the last ``epochs`` rows of a run's
+    ``metrics.csv`` (epochs that finished no episode left out) and its last wall time; every
+    field None if the file is missing or unreadable."""
     try:
         with metrics_csv.open(newline="") as f:
             rows = list(csv.DictReader(f))
-        costs = [float(r["ep_cost"]) for r in rows[-epochs:] if r.get("ep_cost") not in (None, "")]
-    except (OSError, KeyError, ValueError):
-        return None
-    costs = [c for c in costs if not math.isnan(c)]
-    return statistics.mean(costs) if costs else None
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return TrainingTail(None, None, None)
+    tail = rows[-epochs:]
+    wall = finite_mean(rows[-1:], "wall_time")
+    return TrainingTail(finite_mean(tail, "ep_return"), finite_mean(tail, "ep_cost"), wall)
 
 
 def config_cost_limit(run_dir: Path) -> float | None:
@@ -151,6 +176,7 @@ def collect_runs(
             notes.append(f"left out {path}: no natural evaluation")
             continue
         natural = ev.episodes["none"]
+        tail = training_tail(path.parent / "metrics.csv")
         row = RunRow(
             env_id=ev.env_id,
             method=method_name(ev.mode, ev.algo),
@@ -166,7 +192,9 @@ def collect_runs(
             cost_limit=ev.cost_limit
             if ev.cost_limit is not None
             else config_cost_limit(path.parent),
-            train_cost=training_cost(path.parent / "metrics.csv"),
+            train_cost=tail.cost,
+            train_reward=tail.reward,
+            train_wall_s=tail.wall_s,
             code=training_code(path.parent / PROVENANCE_NAME),
             path=path.parent,
             failing=(ev.env_id, ev.algo, ev.mode) in failing,
@@ -198,7 +226,8 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
     """A Markdown table, one line per run; paths relative to ``root`` where given."""
     head = ["Env", "Method", "Seed", "Natural reward", "Natural cost"]
     head += [f"{_TITLES[a]} cost" for a in AVERAGED_ATTACKS]
-    head += ["Worst cost", "Robust", f"Train cost (last {TRAIN_EPOCHS})"]
+    head += ["Worst cost", "Robust", f"Train reward (last {TRAIN_EPOCHS})"]
+    head += [f"Train cost (last {TRAIN_EPOCHS})", "Train wall (min)"]
     with_code = any(r.code is not None for r in rows)
     head += ["Code", "Run"] if with_code else ["Run"]
     lines = ["| " + " | ".join(head) + " |", "|---|---|---" + "|---:" * (len(head) - 4) + "|---|"]
@@ -214,7 +243,9 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
             *(_num(r.attack_costs.get(a)) for a in AVERAGED_ATTACKS),
             _worst_text(r),
             robust,
+            _num(r.train_reward, 1),
             (f"**{r.train_cost:.2f}**" if over else _num(r.train_cost)),
+            _num(None if r.train_wall_s is None else r.train_wall_s / 60, 0),
             *([r.code or "-"] if with_code else []),
             str(r.path.relative_to(root)) if root is not None else str(r.path),
         ]
@@ -222,9 +253,12 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
     legend = (
         "One run per line: episode means of its evaluation (natural, then the cost under each "
         "attacker at its epsilon). Robust: cost within the run's cost limit under all five "
-        'attackers ("-": one not evaluated). Train cost: the stochastic policy\'s mean training '
-        f"episode cost over the last {TRAIN_EPOCHS} epochs of its metrics.csv (epochs that "
-        "finished no episode left out); bold: above the cost limit. Code: the commits that "
+        'attackers ("-": one not evaluated). Train reward, train cost: the stochastic policy\'s '
+        f"mean training episode return and cost over the last {TRAIN_EPOCHS} epochs of its "
+        "metrics.csv (epochs that finished no episode left out; under attack for the ADV and "
+        "random modes); bold: a cost above the cost limit. Train wall: the last epoch's "
+        "wall_time, minutes since the run started (resumes included; a shared machine's clock, "
+        "not a timing). Code: the commits that "
         "trained the run (its provenance.json; + joins a resume under other code). * a method "
         "Table 1 stars as failing (natural reward below 30% of its learner's vanilla agent's on "
         "the env): its low costs are no robustness."
@@ -304,7 +338,9 @@ def format_runs_csv(rows: Sequence[RunRow], root: str | PathLike | None = None) 
                 "" if worst is None else repr(worst[1]),
                 "" if r.cost_limit is None else r.cost_limit,
                 "" if r.robust is None else int(r.robust),
+                "" if r.train_reward is None else repr(r.train_reward),
                 "" if r.train_cost is None else repr(r.train_cost),
+                "" if r.train_wall_s is None else repr(r.train_wall_s),
                 int(r.failing),
                 r.code or "",
                 str(r.path.relative_to(root)) if root is not None else str(r.path),

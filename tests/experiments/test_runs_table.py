@@ -16,13 +16,18 @@ from robustsafe.experiments.runs_table import (
     collect_runs,
     format_runs_csv,
     format_runs_markdown,
-    training_cost,
+    training_tail,
 )
 
 
-def write_metrics(run: Path, costs: list[str]) -> None:
-    """A metrics.csv whose ep_cost column is ``costs`` (strings as train.py writes them)."""
-    lines = ["epoch,ep_cost"] + [f"{i + 1},{c}" for i, c in enumerate(costs)]
+def write_metrics(run: Path, costs: list[str], returns: list[str] | None = None) -> None:
+    """A metrics.csv whose ep_cost column is ``costs`` and ep_return ``returns`` (strings as
+    train.py writes them; default: ten times the cost), wall_time 30 s per epoch."""
+    returns = returns or [str(10 * float(c)) for c in costs]
+    lines = ["epoch,wall_time,ep_return,ep_cost"] + [
+        f"{i + 1},{30.0 * (i + 1)},{r},{c}"
+        for i, (r, c) in enumerate(zip(returns, costs, strict=True))
+    ]
     (run / "metrics.csv").write_text("\n".join(lines) + "\n")
 
 
@@ -32,13 +37,19 @@ def with_limit(path: Path, limit: float) -> None:
     path.write_text(json.dumps(data))
 
 
-def test_training_cost_averages_the_last_ten_epochs_with_an_episode(tmp_path):
+def test_training_tail_averages_the_last_ten_epochs_with_an_episode(tmp_path):
     # 12 epochs: the first two fall outside the window; "nan" (no finished episode) is skipped
-    write_metrics(tmp_path, ["100", "100", "1", "2", "nan", "3", "4", "5", "6", "7", "8", "9"])
-    assert training_cost(tmp_path / "metrics.csv") == (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9) / 9
-    write_metrics(tmp_path, ["nan", "nan"])
-    assert training_cost(tmp_path / "metrics.csv") is None
-    assert training_cost(tmp_path / "missing.csv") is None
+    costs = ["100", "100", "1", "2", "nan", "3", "4", "5", "6", "7", "8", "9"]
+    returns = ["0", "0", "10", "20", "nan", "30", "40", "50", "60", "70", "80", "90"]
+    write_metrics(tmp_path, costs, returns)
+    tail = training_tail(tmp_path / "metrics.csv")
+    assert tail.cost == (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9) / 9
+    assert tail.reward == (10 + 20 + 30 + 40 + 50 + 60 + 70 + 80 + 90) / 9
+    assert tail.wall_s == 360.0  # the last epoch's, not a mean
+    write_metrics(tmp_path, ["nan", "nan"], ["nan", "nan"])
+    tail = training_tail(tmp_path / "metrics.csv")
+    assert tail.cost is None and tail.reward is None and tail.wall_s == 60.0
+    assert training_tail(tmp_path / "missing.csv") == (None, None, None)
 
 
 def test_one_row_per_run_with_worst_attacker_robustness_and_training_cost(tmp_path):
@@ -86,12 +97,17 @@ def test_one_row_per_run_with_worst_attacker_robustness_and_training_cost(tmp_pa
     assert cells[0]["Worst cost"] == "20.00 (MR)" and cells[0]["Robust"] == "no"
     assert cells[1]["AMAD cost"] == "-" and cells[1]["Robust"] == "-"
     assert cells[2]["Robust"] == "yes" and cells[2]["Train cost (last 10)"] == "6.00"
+    assert cells[2]["Train reward (last 10)"] == "60.0"
+    assert cells[2]["Train wall (min)"] == "8"  # 15 epochs of 30 s: 450 s, 7.5 min
+    assert cells[1]["Train reward (last 10)"] == "-" and cells[1]["Train wall (min)"] == "-"
     assert "**6.00**" in text and "**4.50**" not in text  # bold: above the limit only
     assert cells[2]["Run"] == str(Path("SafetyCarRun-v0/adv-mc/seed1"))
 
     parsed = list(csv.DictReader(io.StringIO(format_runs_csv(rows, root=tmp_path))))
     assert [p["robust"] for p in parsed] == ["0", "", "1"]
     assert float(parsed[0]["mr_cost"]) == 20.0 and parsed[1]["amad_cost"] == ""
+    assert float(parsed[2]["train_reward"]) == 60.0 and float(parsed[2]["train_wall_s"]) == 450.0
+    assert parsed[1]["train_wall_s"] == ""
 
 
 def test_a_run_without_natural_evaluation_is_left_out_with_a_note(tmp_path):
