@@ -46,7 +46,7 @@ MEASURED = {
     "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3, 20, 2),
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3, 20, 2),
     "SafetyCarRun-v0/cvpo-vanilla": (9204.72, 1648.12, 0.0, 41.0, 7450.64, 3, 20, 2),
-    "SafetyCarRun-v0/focops-adv-mc": (2178.65, 1014.27, 854.58, 16.04, 265.94, 2, 20, 2),
+    "SafetyCarRun-v0/focops-adv-mc": (2516.07, 1141.7, 1039.65, 18.38, 285.28, 3, 20, 2),
     "SafetyCarRun-v0/focops-adv-mr": (2509.33, 1084.97, 1070.02, 17.05, 306.72, 2, 20, 2),
     "SafetyCarRun-v0/focops-vanilla": (2100.36, 1611.81, 0.0, 21.64, 420.73, 3, 20, 2),
     "SafetyCarRun-v0/random": (640.85, 492.59, 12.53, 10.41, 93.76, 3, 20, 2),
