@@ -32,7 +32,7 @@ MEASURED = {
     "SafetyCarCircle-v0/adv-mr": (1124.27, 621.28, 262.2, 8.01, 210.17, 3, 20, 2),
     "SafetyCarCircle-v0/cvpo-vanilla": (15261.88, 1577.04, 0.0, 46.11, 13582.15, 3, 20, 2),
     "SafetyCarCircle-v0/focops-adv-mc": (2548.52, 1331.21, 693.0, 20.89, 472.66, 3, 20, 2),
-    "SafetyCarCircle-v0/focops-adv-mr": (3715.95, 1643.8, 1394.04, 25.37, 592.05, 2, 20, 2),
+    "SafetyCarCircle-v0/focops-adv-mr": (3439.05, 1573.19, 1253.65, 24.33, 536.57, 3, 20, 2),
     "SafetyCarCircle-v0/focops-vanilla": (2717.26, 1933.11, 0.0, 23.59, 719.82, 3, 20, 2),
     "SafetyCarCircle-v0/random": (1334.58, 861.87, 15.0, 14.27, 403.39, 3, 20, 2),
     "SafetyCarCircle-v0/sa-mad": (1683.85, 970.79, 95.73, 18.41, 556.63, 3, 20, 2),
