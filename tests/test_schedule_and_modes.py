@@ -324,6 +324,17 @@ def test_fast_attacks_every_env_where_half_was_measured_not_robust():
     }
     assert fractions == expected
     assert preset("SafetyAntRun-v0", "paper", mode="adv-mr").robust.attacked_fraction == 1.0
+    # FOCOPS on CarRun attacks every env (measured: half left FOCOPS(MC) unsafe on 2 of 3
+    # seeds); on CarCircle it keeps the task's half, as PPOL does on both.
+    focops = {
+        task: preset(
+            f"Safety{task}-v0", "fast", mode="adv-mc", algo="focops"
+        ).robust.attacked_fraction
+        for task in ("CarRun", "CarCircle")
+    }
+    assert focops == {"CarRun": 1.0, "CarCircle": 0.5}
+    paper = preset("SafetyCarRun-v0", "paper", mode="adv-mc", algo="focops")
+    assert paper.robust.attacked_fraction == 1.0
 
 
 def test_fast_adds_the_survival_bonus_on_dronecircle_only():
