@@ -47,7 +47,7 @@ MEASURED = {
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3, 20, 2),
     "SafetyCarRun-v0/cvpo-vanilla": (9204.72, 1648.12, 0.0, 41.0, 7450.64, 3, 20, 2),
     "SafetyCarRun-v0/focops-adv-mc": (2822.62, 1225.9, 1265.39, 17.97, 271.95, 3, 20, 2),
-    "SafetyCarRun-v0/focops-adv-mr": (2719.26, 1163.12, 1197.76, 18.67, 307.3, 3, 20, 2),
+    "SafetyCarRun-v0/focops-adv-mr": (2647.17, 1120.78, 1242.58, 15.83, 226.99, 3, 20, 2),
     "SafetyCarRun-v0/focops-vanilla": (2100.36, 1611.81, 0.0, 21.64, 420.73, 3, 20, 2),
     "SafetyCarRun-v0/random": (640.85, 492.59, 12.53, 10.41, 93.76, 3, 20, 2),
     "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3, 20, 2),
