@@ -3,8 +3,8 @@
 For every run ``<root>/<env>/<mode>/seed<S>/`` with an ``eval.json`` under the given grid roots:
 
 - ``eval.json``, ``config.yaml`` and ``metrics.csv`` (and ``eval-appendix.json`` /
-  ``eval-xi.json`` where ``grid --appendix`` wrote them, ``provenance.json`` where the run has
-  it) go to ``<results>/<env>/<mode>/seed<S>/``
+  ``eval-xi.json`` where ``grid --appendix`` wrote them, ``provenance.json`` and the grid's
+  ``timings.json`` where the run has them) go to ``<results>/<env>/<mode>/seed<S>/``
   (what ``robustsafe table`` and ``benchmarks/training_time.py`` read, so the committed table
   can be regenerated from the committed files);
 - for the zoo seed (default 0), also ``agent.pt``: ``zoo/<env>/<mode>/`` gets the agent, its
@@ -40,10 +40,11 @@ from robustsafe.evaluate import write_json_atomic
 from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
 RUN_FILES = ("eval.json", "config.yaml", "metrics.csv")
-# The appendix's evaluations (grid --appendix) and the code of each start (runs trained since
-# provenance was recorded), copied where the run has them.
+# The appendix's evaluations (grid --appendix), the code of each start (runs trained since
+# provenance was recorded) and the grid's timings of each job (runs since timings were),
+# copied where the run has them.
 APPENDIX_FILES = ("eval-appendix.json", "eval-xi.json")
-EXTRA_FILES = (*APPENDIX_FILES, "provenance.json")
+EXTRA_FILES = (*APPENDIX_FILES, "provenance.json", "timings.json")
 README_START, README_END = "<!-- table1:start -->", "<!-- table1:end -->"
 ZOO_FILES = ("agent.pt", *RUN_FILES)
 

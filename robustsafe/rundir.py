@@ -10,6 +10,8 @@
                            states, the collector's episodes, the epoch counter
     status.json            epochs done, cheap to read (``run_status``)
     provenance.json        the code of each start and resume (``robustsafe.provenance``)
+    timings.json           written by ``robustsafe grid``: each training and evaluation it ran
+                           here, when it started, how long it took, how it ended
 
 Every file is written atomically (``runstate``). The training loop is ``robustsafe.train``.
 """
@@ -227,6 +229,7 @@ RUN_FILES = (
     "state.pt",
     "status.json",
     "provenance.json",
+    "timings.json",
     "checkpoints",
     "tb",
     "eval.json",
@@ -234,7 +237,23 @@ RUN_FILES = (
     "eval_sweep.png",
 )
 # What a run that died before its first epoch ended leaves (with the grid's log): restartable.
-_RESTARTABLE = {LOCK_NAME, "config.yaml", "provenance.json", "tb", "train.log"}
+_RESTARTABLE = {LOCK_NAME, "config.yaml", "provenance.json", "tb", "train.log", "timings.json"}
+TIMINGS_NAME = "timings.json"
+
+
+def append_timing(run_dir: Path, entry: dict[str, Any]) -> None:
+    """Add ``entry`` (one job the grid ran in ``run_dir``) to the list in ``timings.json``.
+    A file that is not such a list is left as it is: ValueError, and nothing is added."""
+    path = run_dir / TIMINGS_NAME
+    entries: list = []
+    if path.exists():
+        try:
+            entries = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path} cannot be read ({err}); not changed") from None
+        if not isinstance(entries, list):
+            raise ValueError(f"{path} does not hold a list of jobs; not changed")
+    write_text_atomic(path, json.dumps([*entries, entry], indent=1) + "\n")
 
 
 def check_resumable(out: Path) -> None:

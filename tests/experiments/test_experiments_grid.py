@@ -22,6 +22,7 @@ from robustsafe.experiments.grid import (
     run_grid,
 )
 from robustsafe.experiments.table import format_csv, write_tables
+from robustsafe.rundir import check_fresh
 from robustsafe.train import load_run_config, run_status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -185,6 +186,18 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
         assert data["episodes"] == 2 and data["train_mode"] == r.mode
         assert evaluation_is_current(r.run_dir, spec, eps)
     assert (second[0].run_dir / "train.log").read_text().count("=== robustsafe grid") == 2
+    # timings.json: every job the grid ran in the run, in order, with its epochs and exit status
+    jobs = json.loads((second[0].run_dir / "timings.json").read_text())
+    assert [(j["job"], j.get("from_epoch"), j.get("to_epoch"), j["exit_status"]) for j in jobs] == [
+        ("train", 0, 1, 0),
+        ("train", 1, 2, 0),
+        ("evaluate", None, None, 0),
+    ]
+    assert all(j["seconds"] > 0 and j["started"].endswith("+00:00") for j in jobs)
+    assert jobs[0]["started"] <= jobs[1]["started"] <= jobs[2]["started"]
+    failed = json.loads((crash.run_dir / "timings.json").read_text())
+    assert [(j["job"], j["exit_status"]) for j in failed] == [("train", crash.exit_code)]
+    check_fresh(crash.run_dir, force=False)  # the crashed run can still start afresh there
 
     # 4. again: nothing to do
     logged.clear()

@@ -197,6 +197,13 @@ def test_a_run_whose_node_dies_resumes_on_the_other(tmp_path, cluster):
     log = (run / "train.log").read_text()
     assert log.count("=== robustsafe grid") == 2  # the training and its resume
     assert "--resume" in log and "was lost" in log
+    jobs = json.loads((run / "timings.json").read_text())  # the driver's record of each job
+    assert [(j["job"], j.get("from_epoch"), j["exit_status"]) for j in jobs] == [
+        ("train", 0, "lost"),
+        ("train", resumed_from, 0),
+        ("evaluate", None, 0),
+    ]
+    assert jobs[1]["to_epoch"] == epochs
     other = next(w for n, (_, w) in nodes.items() if n != name)
     assert _files(other) == set()
     print(

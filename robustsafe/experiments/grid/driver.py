@@ -5,6 +5,7 @@ as the launcher has room for, records how each ended, starts a lost run again (R
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
 from collections import deque
@@ -28,7 +29,9 @@ class _Job:
     index: int  # position in the plan
     args: list[str]
     log_path: Path
-    started: float = 0.0
+    started: float = 0.0  # time.monotonic() at its start
+    started_at: str = ""  # ... and the UTC date and time, for timings.json
+    from_epoch: int = 0  # a training's epochs done at its start
     log_offset: int = 0
     handle: Any = None
     name: str = ""  # the file an "extra" job writes
@@ -165,6 +168,7 @@ def _execute(
         s = states[job.index]
         p = plan[job.index]
         seconds = time.monotonic() - job.started
+        _record_timing(job, p.run_dir, seconds, rc, log)
         if rc == RUN_LOST and job.lost < MAX_LOST:
             again = _after_loss(spec, job, p)
             pending.appendleft(again)
@@ -217,6 +221,9 @@ def _execute(
                 job = pending.popleft()
                 n_started += 1
                 job.started = time.monotonic()
+                job.started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+                if job.kind == "train":
+                    job.from_epoch = _epochs_done(plan[job.index].run_dir)
                 try:
                     job.log_path.parent.mkdir(parents=True, exist_ok=True)
                     job.log_offset = job.log_path.stat().st_size if job.log_path.exists() else 0
@@ -314,6 +321,23 @@ def _after_loss(spec: GridSpec, job: _Job, plan: PlannedRun) -> _Job:
         action: Action = "resume" if (plan.run_dir / "state.pt").exists() else "train"
         args = train_command(spec, replace(plan, action=action))
     return replace(job, args=args, handle=None, lost=job.lost + 1)
+
+
+def _record_timing(
+    job: _Job, run_dir: Path, seconds: float, rc: int, log: Callable[[str], None]
+) -> None:
+    """Add the finished ``job`` to the run's ``timings.json`` (a warning if that cannot be
+    done: the timings are a record, the run's results do not depend on them)."""
+    from robustsafe.rundir import append_timing
+
+    entry: dict[str, Any] = {"job": job.name or job.kind, "started": job.started_at}
+    if job.kind == "train":
+        entry.update(from_epoch=job.from_epoch, to_epoch=_epochs_done(run_dir))
+    entry.update(seconds=round(seconds, 1), exit_status="lost" if rc == RUN_LOST else rc)
+    try:
+        append_timing(run_dir, entry)
+    except (OSError, ValueError) as err:
+        log(f"[grid] warning: no timing recorded: {err}")
 
 
 def _epochs_done(run_dir: Path) -> int:
