@@ -1,7 +1,9 @@
 """Training-time episode reward and cost of runs: what the Lagrangian constrained.
 
 For each run directory (``metrics.csv``): the stochastic policy's mean episode reward and cost
-over the last 10 epochs and the final multiplier, as a Markdown table. With ``--bands N``,
+over the last 10 epochs, the final multiplier and the grid's jobs in the run (its
+``timings.json``: each training's epochs and seconds, each evaluation's seconds; "-" for runs
+trained before the grid recorded them), as a Markdown table. With ``--bands N``,
 instead the mean reward, cost, episode length and multiplier over each band of N epochs (how
 a run learned, for comparing calibration runs of unequal length).
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -35,6 +38,24 @@ def band_rows(run: Path, band: int) -> list[str]:
         epochs = f"{chunk[0]['epoch']}-{chunk[-1]['epoch']}"
         out.append(f"| {run} | {epochs} | {reward:.1f} | {cost:.2f} | {length:.0f} | {lam:.2f} |")
     return out
+
+
+def grid_jobs(run: Path) -> str:
+    """The jobs of ``run``'s ``timings.json``, e.g. ``train 0-400 7422 s, evaluate 210 s``
+    (a job that did not end normally says how it ended); "-" where the file is absent."""
+    path = run / "timings.json"
+    if not path.exists():
+        return "-"
+    parts = []
+    for job in json.loads(path.read_text()):
+        text = job["job"]
+        if "from_epoch" in job:
+            text += f" {job['from_epoch']}-{job['to_epoch']}"
+        text += f" {job['seconds']:.0f} s"
+        if job["exit_status"] != 0:
+            text += f" (exit {job['exit_status']})"
+        parts.append(text)
+    return ", ".join(parts)
 
 
 def main() -> None:
@@ -63,14 +84,14 @@ def main() -> None:
             f"Mean training episode reward / cost of the stochastic policy over the last {LAST} "
             "epochs.",
             "",
-            "| run | epochs | train reward | train cost | final lambda |",
-            "|---|---:|---:|---:|---:|",
+            "| run | epochs | train reward | train cost | final lambda | grid jobs |",
+            "|---|---:|---:|---:|---:|---|",
         ]
         for run in args.runs:
             t = training_summary(run)
             lines.append(
                 f"| {run} | {t['epochs']} | {t['train_reward_last10']:.1f} "
-                f"| {t['train_cost_last10']:.2f} | {t['lambda_final']:.2f} |"
+                f"| {t['train_cost_last10']:.2f} | {t['lambda_final']:.2f} | {grid_jobs(run)} |"
             )
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -65,3 +66,33 @@ def test_focops_runs_report_their_nu_as_the_multiplier(tmp_path: Path) -> None:
     module = _training_cost()
     assert module.band_rows(run, 2) == [f"| {run} | 1-2 | 6.0 | 2.00 | 300 | 0.50 |"]
     assert module.training_summary(run)["lambda_final"] == 0.75
+
+
+def test_grid_jobs_list_each_job_of_timings_json(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    module = _training_cost()
+    assert module.grid_jobs(run) == "-"  # trained before the grid recorded its jobs
+    jobs = [
+        {
+            "job": "train",
+            "started": "t",
+            "from_epoch": 0,
+            "to_epoch": 12,
+            "seconds": 99.6,
+            "exit_status": "lost",
+        },
+        {
+            "job": "train",
+            "started": "t",
+            "from_epoch": 12,
+            "to_epoch": 400,
+            "seconds": 7422.3,
+            "exit_status": 0,
+        },
+        {"job": "evaluate", "started": "t", "seconds": 209.6, "exit_status": 0},
+    ]
+    (run / "timings.json").write_text(json.dumps(jobs))
+    assert module.grid_jobs(run) == (
+        "train 0-12 100 s (exit lost), train 12-400 7422 s, evaluate 210 s"
+    )
