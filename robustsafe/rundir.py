@@ -221,6 +221,7 @@ class MetricsCSV:
             os.fsync(f.fileno())
 
 
+TIMINGS_NAME = "timings.json"  # the grid's record of its jobs in a run (``append_timing``)
 # What a run writes in its directory (``force`` deletes these, and only these).
 RUN_FILES = (
     "config.yaml",
@@ -229,7 +230,7 @@ RUN_FILES = (
     "state.pt",
     "status.json",
     "provenance.json",
-    "timings.json",
+    TIMINGS_NAME,
     "checkpoints",
     "tb",
     "eval.json",
@@ -237,8 +238,7 @@ RUN_FILES = (
     "eval_sweep.png",
 )
 # What a run that died before its first epoch ended leaves (with the grid's log): restartable.
-_RESTARTABLE = {LOCK_NAME, "config.yaml", "provenance.json", "tb", "train.log", "timings.json"}
-TIMINGS_NAME = "timings.json"
+_RESTARTABLE = {LOCK_NAME, "config.yaml", "provenance.json", "tb", "train.log", TIMINGS_NAME}
 
 
 def append_timing(run_dir: Path, entry: dict[str, Any]) -> None:
