@@ -42,7 +42,9 @@ def band_rows(run: Path, band: int) -> list[str]:
 
 def grid_jobs(run: Path) -> str:
     """The jobs of ``run``'s ``timings.json``, e.g. ``train 0-400 7422 s, evaluate 210 s``
-    (a job that did not end normally says how it ended); "-" where the file is absent."""
+    (a job that did not end normally says how it ended; "?" for what its record lacks: the
+    end of one still running, the seconds of one interrupted before it saved an epoch); "-"
+    where the file is absent."""
     path = run / "timings.json"
     if not path.exists():
         return "-"
@@ -50,12 +52,17 @@ def grid_jobs(run: Path) -> str:
     for job in json.loads(path.read_text()):
         text = job["job"]
         if "from_epoch" in job:
-            text += f" {job['from_epoch']}-{job['to_epoch']}"
-        text += f" {job['seconds']:.0f} s"
+            text += f" {job['from_epoch']}-{_or_unknown(job['to_epoch'])}"
+        seconds = job["seconds"]
+        text += f" {_or_unknown(None if seconds is None else round(seconds))} s"
         if job["exit_status"] != 0:
             text += f" (exit {job['exit_status']})"
         parts.append(text)
     return ", ".join(parts)
+
+
+def _or_unknown(value: object) -> str:
+    return "?" if value is None else str(value)
 
 
 def main() -> None:

@@ -221,7 +221,7 @@ class MetricsCSV:
             os.fsync(f.fileno())
 
 
-TIMINGS_NAME = "timings.json"  # the grid's record of its jobs in a run (``append_timing``)
+TIMINGS_NAME = "timings.json"  # the grid's record of its jobs in a run (``record_timing``)
 # What a run writes in its directory (``force`` deletes these, and only these).
 RUN_FILES = (
     "config.yaml",
@@ -241,19 +241,40 @@ RUN_FILES = (
 _RESTARTABLE = {LOCK_NAME, "config.yaml", "provenance.json", "tb", "train.log", TIMINGS_NAME}
 
 
-def append_timing(run_dir: Path, entry: dict[str, Any]) -> None:
-    """Add ``entry`` (one job the grid ran in ``run_dir``) to the list in ``timings.json``.
-    A file that is not such a list is left as it is: ValueError, and nothing is added."""
+def read_timings(run_dir: Path) -> list[dict[str, Any]]:
+    """The jobs in ``run_dir``'s ``timings.json`` ([] where there is none); ValueError for a
+    file that is not such a list."""
     path = run_dir / TIMINGS_NAME
-    entries: list = []
-    if path.exists():
-        try:
-            entries = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path} cannot be read ({err}); not changed") from None
-        if not isinstance(entries, list):
-            raise ValueError(f"{path} does not hold a list of jobs; not changed")
-    write_text_atomic(path, json.dumps([*entries, entry], indent=1) + "\n")
+    if not path.exists():
+        return []
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} cannot be read ({err}); not changed") from None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError(f"{path} does not hold a list of jobs; not changed")
+    return entries
+
+
+def record_timing(run_dir: Path, entry: dict[str, Any]) -> None:
+    """Write ``entry`` (one job the grid runs in ``run_dir``) into ``timings.json``: in place
+    of the "running" entry of the same job and start (written when it started), else at the
+    end. A file that is not a list of jobs is left as it is: ValueError, nothing is written."""
+    entries = read_timings(run_dir)
+    key = (entry.get("job"), entry.get("started"), "running")
+    at = next(
+        (
+            i
+            for i, e in enumerate(entries)
+            if (e.get("job"), e.get("started"), e.get("exit_status")) == key
+        ),
+        None,
+    )
+    if at is None:
+        entries.append(entry)
+    else:
+        entries[at] = entry
+    write_text_atomic(run_dir / TIMINGS_NAME, json.dumps(entries, indent=1) + "\n")
 
 
 def check_resumable(out: Path) -> None:
@@ -292,8 +313,13 @@ def check_fresh(out: Path, force: bool) -> None:
     )
 
 
-def remove_run_files(out: Path) -> None:
+def remove_run_files(out: Path, force: bool) -> None:
+    """Delete the run files in ``out`` before a new run starts there: all of them with
+    ``force``; else (a run that died in its first epoch) all but the grid's ``timings.json``,
+    whose record of the attempts, and of the job now starting, goes on."""
     for name in RUN_FILES:
+        if name == TIMINGS_NAME and not force:
+            continue
         path = out / name
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)

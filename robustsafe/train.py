@@ -134,7 +134,7 @@ def train(
             cfg = resume_config(cfg, out, force)
         else:
             check_fresh(out, force)  # again, now that no one else can write here
-            remove_run_files(out)
+            remove_run_files(out, force)
         return _train(cfg, out, resume, progress, stop_after_epoch)
 
 

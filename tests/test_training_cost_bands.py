@@ -96,3 +96,15 @@ def test_grid_jobs_list_each_job_of_timings_json(tmp_path: Path) -> None:
     assert module.grid_jobs(run) == (
         "train 0-12 100 s (exit lost), train 12-400 7422 s, evaluate 210 s"
     )
+    stopped = {"job": "train", "started": "t", "from_epoch": 0, "to_epoch": 94}
+    running = {"job": "train", "started": "t", "from_epoch": 94, "to_epoch": None}
+    jobs = [
+        {**stopped, "seconds": 1543.4, "exit_status": "interrupted"},
+        {**stopped, "seconds": None, "exit_status": "interrupted"},
+        {**running, "seconds": None, "exit_status": "running"},
+    ]
+    (run / "timings.json").write_text(json.dumps(jobs))
+    assert module.grid_jobs(run) == (
+        "train 0-94 1543 s (exit interrupted), train 0-94 ? s (exit interrupted), "
+        "train 94-? ? s (exit running)"
+    )

@@ -1,4 +1,4 @@
-"""Stop a grid command with SIGTERM once its run has written two epochs (the grid tests' kill)."""
+"""Stop a grid command with a signal once its run has written two epochs (the grid tests' kill)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,12 @@ def sigterm_after_two_epochs(
     env: Mapping[str, str] | None = None,
     start_timeout: float = 120.0,
     stop_timeout: float = 60.0,
+    sig: signal.Signals = signal.SIGTERM,
 ) -> str:
-    """Run ``cmd``; when ``run_dir`` reaches epoch 2, send SIGTERM; return its stderr.
+    """Run ``cmd``; when ``run_dir`` reaches epoch 2, send ``sig``; return its stderr.
 
-    Fails if the run never reaches epoch 2 or if the grid does not exit with 130 (interrupted).
+    Fails if the run never reaches epoch 2 or if the grid does not end as that signal makes
+    it: exit status 130 (interrupted) after SIGTERM, killed by any other signal.
     """
     grid = subprocess.Popen(
         list(cmd),
@@ -41,7 +43,7 @@ def sigterm_after_two_epochs(
     while epoch_of(run_dir) < 2 and time.monotonic() < deadline and grid.poll() is None:
         time.sleep(0.2)
     assert epoch_of(run_dir) >= 2, grid.communicate(timeout=30)
-    grid.send_signal(signal.SIGTERM)
+    grid.send_signal(sig)
     _, err = grid.communicate(timeout=stop_timeout)
-    assert grid.returncode == 130, err
+    assert grid.returncode == (130 if sig == signal.SIGTERM else -sig), err
     return err

@@ -254,3 +254,58 @@ def test_sigterm_to_the_grid_stops_the_training_it_started(tmp_path, importable_
     time.sleep(2.0)  # an orphaned training would go on writing epochs
     assert epoch_of(run) == stopped_at
     assert not (out / ".grid.lock").exists()
+    # its timing is written as it was stopped: "interrupted", with the epochs it saved
+    [job] = json.loads((run / "timings.json").read_text())
+    assert (job["job"], job["from_epoch"], job["to_epoch"]) == ("train", 0, stopped_at)
+    assert job["exit_status"] == "interrupted" and job["seconds"] > 0
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="a training dies with its grid on Linux"
+)
+def test_a_grid_killed_outright_leaves_its_job_running_and_the_next_grid_closes_it(
+    tmp_path, importable_toy
+):
+    """``kill -9`` gives the grid no chance to write how its job ended: ``timings.json``
+    holds it as "running", and the next grid in the same ``--out`` marks it "interrupted"
+    with the epochs saved and the seconds from its start to the last one saved."""
+    import datetime as dt
+    import signal
+    import time
+
+    out = tmp_path / "grid"
+    cmd = [sys.executable, "-m", "robustsafe.cli", "grid", "--envs", TOY, "--modes", "vanilla"]
+    cmd += ["--seeds", "0", "--out", str(out), "--epochs", "100000", "--no-eval"]
+    cmd += [f"--set={item}" for item in TINY if item != "--set"]
+    run = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0"
+    sigterm_after_two_epochs(cmd, run, sig=signal.SIGKILL)
+    [job] = json.loads((run / "timings.json").read_text())
+    assert (job["exit_status"], job["to_epoch"], job["seconds"]) == ("running", None, None)
+    trainer = int((run / ".lock").read_text().strip())  # the training's process id
+    deadline = time.monotonic() + 60  # it gets SIGTERM with the grid's death
+    while Path(f"/proc/{trainer}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not Path(f"/proc/{trainer}").exists()
+    killed_at = epoch_of(run)
+    saved = (run / "state.pt").stat().st_mtime
+
+    [result] = run_grid(
+        tiny_spec(
+            out, killed_at + 1, evaluate=False, train_args=("--epochs", str(killed_at + 1), *TINY)
+        ),
+        log=lambda s: None,
+    )
+    assert (result.train, result.epochs_done) == ("resumed", killed_at + 1)
+    first, second = json.loads((run / "timings.json").read_text())
+    assert (first["from_epoch"], first["to_epoch"], first["exit_status"]) == (
+        0,
+        killed_at,
+        "interrupted",
+    )
+    start = dt.datetime.fromisoformat(first["started"]).timestamp()
+    assert first["seconds"] == pytest.approx(saved - start, abs=0.11)
+    assert (second["from_epoch"], second["to_epoch"], second["exit_status"]) == (
+        killed_at,
+        killed_at + 1,
+        0,
+    )

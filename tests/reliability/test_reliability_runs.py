@@ -15,7 +15,7 @@ from tiny_config import tiny_config
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.config import TrainConfig
-from robustsafe.rundir import with_settings_of_its_time
+from robustsafe.rundir import read_timings, record_timing, with_settings_of_its_time
 from robustsafe.train import load_run_config, run_status, train
 
 
@@ -116,7 +116,9 @@ def test_train_does_not_replace_an_agent_without_force(cli_run, capsys):
 def test_force_starts_over_and_keeps_other_files(cli_run):
     _zoo_like(cli_run)
     (cli_run / "notes.txt").write_text("mine")
+    (cli_run / "timings.json").write_text('[{"job": "train", "exit_status": 0}]')
     assert cli_train(cli_run, "--epochs", "1", "--force") == 0
+    assert not (cli_run / "timings.json").exists()  # the old run's jobs went with it
     assert _epochs(cli_run) == [1] and run_status(cli_run) == (1, 1)
     assert (cli_run / "notes.txt").read_text() == "mine"
     assert not (cli_run / "checkpoints" / "agent_epoch_0002.pt").exists()
@@ -142,7 +144,30 @@ def test_a_run_killed_in_its_first_epoch_restarts(tmp_path):
     (out / "checkpoints" / "agent_epoch_0001.pt").unlink()
     (out / "checkpoints").rmdir()
     (out / "train.log").write_text("grid log\n")
+    jobs = '[{"job": "train", "started": "t", "exit_status": "running"}]'
+    (out / "timings.json").write_text(jobs)
     assert cli_train(out, "--epochs", "1") == 0
+    assert (out / "timings.json").read_text() == jobs  # the grid's record of this attempt stays
+    assert run_status(out) == (1, 1)
+
+
+def test_a_timing_replaces_only_the_running_entry_of_its_job(tmp_path):
+    def job(name, started, status):
+        return {"job": name, "started": started, "seconds": None, "exit_status": status}
+
+    record_timing(tmp_path, job("train", "t0", "lost"))
+    record_timing(tmp_path, job("train", "t0", "running"))  # started again in the same second
+    record_timing(tmp_path, job("evaluate", "t0", "running"))
+    record_timing(tmp_path, {**job("train", "t0", 0), "seconds": 12.5})
+    assert read_timings(tmp_path) == [
+        job("train", "t0", "lost"),
+        {**job("train", "t0", 0), "seconds": 12.5},
+        job("evaluate", "t0", "running"),
+    ]
+    (tmp_path / "timings.json").write_text('{"not": "a list"}')
+    with pytest.raises(ValueError, match="list of jobs"):
+        record_timing(tmp_path, job("train", "t1", 0))
+    assert (tmp_path / "timings.json").read_text() == '{"not": "a list"}'
 
 
 # ----------------------------------------------------------------------------- resume checks

@@ -21,6 +21,8 @@ from robustsafe.experiments.launchers import RUN_LOST, make_launcher
 
 LOG_TAIL_LINES = 15
 MAX_LOST = 3  # times a run may be lost with its node (Ray) before the grid gives up on it
+STOPPED = -1001  # a job's end when the grid itself is stopped (SIGTERM, Ctrl-C)
+_ENDINGS = {RUN_LOST: "lost", STOPPED: "interrupted"}  # timings.json's names for those ends
 
 
 @dataclass
@@ -145,6 +147,8 @@ def _execute(
     log: Callable[[str], None],
     poll_interval: float,
 ) -> list[RunResult]:
+    for p in plan:
+        _close_interrupted(p.run_dir, log)
     pending: deque[_Job] = deque()
     # Evaluations of already-finished runs first (quick, and they need no training).
     for i, p in enumerate(plan):
@@ -240,6 +244,7 @@ def _execute(
                     s.log_tail = f"cannot start: {err}"
                     log(f"[grid] FAILED {describe(job)}: cannot start: {err}")
                     continue
+                _record_timing(job, plan[job.index].run_dir, None, None, log)
                 log(f"[grid] [{n_started}/{total}] start {describe(job)} -> {job.log_path}")
                 running.append(job)
             time.sleep(poll_interval)
@@ -251,6 +256,8 @@ def _execute(
     finally:
         for job in running:  # interrupted: end what this grid started
             job.handle.stop()
+            seconds = time.monotonic() - job.started
+            _record_timing(job, plan[job.index].run_dir, seconds, STOPPED, log)
     return [s.result() for s in states]
 
 
@@ -324,20 +331,55 @@ def _after_loss(spec: GridSpec, job: _Job, plan: PlannedRun) -> _Job:
 
 
 def _record_timing(
-    job: _Job, run_dir: Path, seconds: float, rc: int, log: Callable[[str], None]
+    job: _Job, run_dir: Path, seconds: float | None, rc: int | None, log: Callable[[str], None]
 ) -> None:
-    """Add the finished ``job`` to the run's ``timings.json`` (a warning if that cannot be
-    done: the timings are a record, the run's results do not depend on them)."""
-    from robustsafe.rundir import append_timing
+    """Write ``job`` into the run's ``timings.json``: as "running" when it starts (``rc``
+    None), how it ended when it ends: its exit status, "lost" with its node, "interrupted"
+    with the grid (a warning if that cannot be written: the timings are a record, the run's
+    results do not depend on them)."""
+    from robustsafe.rundir import record_timing
 
     entry: dict[str, Any] = {"job": job.name or job.kind, "started": job.started_at}
     if job.kind == "train":
-        entry.update(from_epoch=job.from_epoch, to_epoch=_epochs_done(run_dir))
-    entry.update(seconds=round(seconds, 1), exit_status="lost" if rc == RUN_LOST else rc)
+        entry.update(
+            from_epoch=job.from_epoch, to_epoch=None if rc is None else _epochs_done(run_dir)
+        )
+    if rc is None:
+        entry.update(seconds=None, exit_status="running")
+    else:
+        entry.update(seconds=round(seconds or 0.0, 1), exit_status=_ENDINGS.get(rc, rc))
     try:
-        append_timing(run_dir, entry)
+        record_timing(run_dir, entry)
     except (OSError, ValueError) as err:
         log(f"[grid] warning: no timing recorded: {err}")
+
+
+def _close_interrupted(run_dir: Path, log: Callable[[str], None]) -> None:
+    """Jobs still "running" in ``timings.json`` when a grid starts were left by a grid that
+    was stopped before they ended (killed, machine stopped): mark them "interrupted", a
+    training's with the epochs the run holds and the seconds from its start to its last saved
+    epoch (what came after is lost with that epoch; None where it saved none)."""
+    from robustsafe.rundir import read_timings, record_timing
+
+    try:
+        stale = [e for e in read_timings(run_dir) if e.get("exit_status") == "running"]
+        for entry in stale:
+            entry["exit_status"] = "interrupted"
+            if entry.get("job") == "train":
+                entry["to_epoch"] = _epochs_done(run_dir)
+                entry["seconds"] = _seconds_to_last_save(run_dir, str(entry.get("started")))
+            record_timing(run_dir, entry)
+    except (OSError, ValueError) as err:
+        log(f"[grid] warning: timings not brought up to date: {err}")
+
+
+def _seconds_to_last_save(run_dir: Path, started: str) -> float | None:
+    try:
+        start = dt.datetime.fromisoformat(started).timestamp()
+        saved = (run_dir / "state.pt").stat().st_mtime
+    except (OSError, ValueError):
+        return None
+    return round(saved - start, 1) if saved > start else None
 
 
 def _epochs_done(run_dir: Path) -> int:
