@@ -65,7 +65,7 @@ def main() -> None:
         "",
         f"Command: `python benchmarks/compute_check.py` (runs: `{args.runs}`). Measured: the",
         "runs' training wall time (pauses taken out), pooled over seeds; they shared the 2 cores",
-        "with one to three other jobs. Model: `robustsafe grid --dry-run`'s time for the same",
+        "with one to four other jobs. Model: `robustsafe grid --dry-run`'s time for the same",
         "steps on an idle machine of the rates' processor. Ratio to vanilla: the mode's time",
         "over the same task's PPOL-vanilla time on the same processor, which does not depend on",
         "the processor's speed, but does on each run's load. Runs on processors other than",
