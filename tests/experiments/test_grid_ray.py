@@ -233,7 +233,8 @@ def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
     deadline = time.monotonic() + 180  # the cancelled task removes its directory (slow when loaded)
     while any(_files(w) for _, w in nodes.values()) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert all(_files(w) == set() for _, w in nodes.values())
+    left = {n: sorted(_files(w)) for n, (_, w) in nodes.items() if _files(w)}
+    assert not left, f"the cancelled task's files are still on its node after 180 s: {left}"
     again = subprocess.run(
         [*cmd, "--epochs", str(held + 1), *sets],
         env=env,
@@ -244,3 +245,8 @@ def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
     assert again.returncode == 0, again.stderr
     assert f"resume ({held}/{held + 1} epochs)" in again.stdout
     assert epoch_of(run) == held + 1
+    jobs = json.loads((run / "timings.json").read_text())  # the stopped task, then the resume
+    assert [(j["from_epoch"], j["to_epoch"], j["exit_status"]) for j in jobs] == [
+        (0, held, "interrupted"),
+        (held, held + 1, 0),
+    ]
