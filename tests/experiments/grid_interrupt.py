@@ -18,7 +18,7 @@ def epoch_of(run_dir: Path) -> int:
         return 0
 
 
-def sigterm_after_two_epochs(
+def signal_after_two_epochs(
     cmd: Sequence[str],
     run_dir: Path,
     *,

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from grid_interrupt import epoch_of, sigterm_after_two_epochs
+from grid_interrupt import epoch_of, signal_after_two_epochs
 
 from robustsafe.experiments.grid import (
     GridSpec,
@@ -248,7 +248,7 @@ def test_sigterm_to_the_grid_stops_the_training_it_started(tmp_path, importable_
     cmd += ["--seeds", "0", "--out", str(out), "--epochs", "100000", "--no-eval"]
     cmd += [f"--set={item}" for item in TINY if item != "--set"]
     run = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0"
-    err = sigterm_after_two_epochs(cmd, run)
+    err = signal_after_two_epochs(cmd, run)
     assert "Run the same command again to resume" in err
     stopped_at = epoch_of(run)
     time.sleep(2.0)  # an orphaned training would go on writing epochs
@@ -278,7 +278,7 @@ def test_a_grid_killed_outright_leaves_its_job_running_and_the_next_grid_closes_
     cmd += ["--seeds", "0", "--out", str(out), "--epochs", "100000", "--no-eval"]
     cmd += [f"--set={item}" for item in TINY if item != "--set"]
     run = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0"
-    sigterm_after_two_epochs(cmd, run, sig=signal.SIGKILL)
+    signal_after_two_epochs(cmd, run, sig=signal.SIGKILL)
     [job] = json.loads((run / "timings.json").read_text())
     assert (job["exit_status"], job["to_epoch"], job["seconds"]) == ("running", None, None)
     trainer = int((run / ".lock").read_text().strip())  # the training's process id

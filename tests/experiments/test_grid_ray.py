@@ -26,7 +26,7 @@ else:
     ray = pytest.importorskip("ray", reason='Ray: pip install -e ".[test]"')
     cluster_utils = pytest.importorskip("ray.cluster_utils")
 
-from grid_interrupt import epoch_of, sigterm_after_two_epochs  # noqa: E402
+from grid_interrupt import epoch_of, signal_after_two_epochs  # noqa: E402
 
 from robustsafe.experiments.grid import (  # noqa: E402
     GridSpec,  # noqa: E402
@@ -226,7 +226,7 @@ def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
     sets = [f"--set={item}" for item in TINY if item != "--set"]
     env = {**os.environ, "RAY_ADDRESS": c.address}
     run = out / "RobustSafeGridToy-v0" / "vanilla" / "seed0"
-    sigterm_after_two_epochs(
+    signal_after_two_epochs(
         [*cmd, "--epochs", "100000", *sets], run, env=env, start_timeout=180, stop_timeout=120
     )
     held = epoch_of(run)
