@@ -416,6 +416,7 @@ class RayTask:
         try:
             self._launcher.ray.cancel(self._ref)  # KeyboardInterrupt in the task: it cleans up
             self._launcher.forget(self._key)  # what it sent before
+            self._launcher.stopped.append(self._ref)  # close() waits for its clean-up
         except Exception:  # the cluster is gone: nothing more to save
             pass
 
@@ -449,6 +450,7 @@ class RayLauncher:
         )
         self._task = ray.remote(run_in_task).options(num_cpus=cpus_per_run, max_retries=0)
         self._targets: dict[int, tuple[Path, Path]] = {}  # key -> (run dir, log)
+        self.stopped: list[Any] = []  # cancelled tasks, still cleaning up on their nodes
         self._next_key = 0
         self._last_drain = 0.0
         self._capacity: tuple[float, int] | None = None
@@ -508,9 +510,14 @@ class RayLauncher:
         self.drain(force=True)
         self._targets.pop(key, None)
 
-    def close(self) -> None:
+    def close(self, cleanup_timeout: float = 60.0) -> None:
+        """Collect what the tasks sent, and wait (at most ``cleanup_timeout`` s) for cancelled
+        tasks to remove their node-local copies: Ray kills a driver's workers when the driver
+        exits, and a worker killed before its clean-up leaves its copy on the node's disk."""
         try:
             self.drain(force=True)
+            if self.stopped:
+                self.ray.wait(self.stopped, num_returns=len(self.stopped), timeout=cleanup_timeout)
             self.ray.kill(self._inbox)
         except Exception:
             pass

@@ -213,6 +213,37 @@ def test_a_run_whose_node_dies_resumes_on_the_other(tmp_path, cluster):
     )
 
 
+def test_closing_the_launcher_waits_for_a_stopped_task_to_clean_its_node(tmp_path, cluster):
+    """A stopped task has removed its node-local copy when ``close()`` returns: Ray kills a
+    driver's workers when the driver exits, so a clean-up still running then would strand the
+    copy on the node's disk. The task's program here takes 3 s to end on SIGTERM."""
+    from robustsafe.experiments.launchers import RayLauncher
+
+    _, nodes = cluster
+    run = tmp_path / "run"
+    run.mkdir()
+    slow_exit = (
+        "import signal, sys, time; "
+        "signal.signal(signal.SIGTERM, lambda *a: (time.sleep(3), sys.exit(1))); "
+        "print('handler set', flush=True); time.sleep(600)"
+    )
+    launcher = RayLauncher(cpus_per_run=2)
+    task = launcher.start(["-c", slow_exit], run / "train.log", run)
+
+    def ready() -> bool:  # the program runs, with its handler, in a copy on some node
+        logs = [p for _, w in nodes.values() if w.is_dir() for p in w.rglob("train.log")]
+        return any("handler set" in p.read_text() for p in logs)
+
+    deadline = time.monotonic() + 120
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ready(), "the task did not start within 120 s"
+    task.stop()
+    launcher.close()
+    left = {n: sorted(_files(w)) for n, (_, w) in nodes.items() if w.is_dir() and _files(w)}
+    assert not left, f"close() returned with a stopped task's copy still on its node: {left}"
+
+
 def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
     """``kill <grid>`` on the Ray backend: exit 130, the tasks stop and clean up, the same
     command resumes from what the driver holds."""
@@ -230,11 +261,12 @@ def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
         [*cmd, "--epochs", "100000", *sets], run, env=env, start_timeout=180, stop_timeout=120
     )
     held = epoch_of(run)
-    deadline = time.monotonic() + 180  # the cancelled task removes its directory (slow when loaded)
-    while any(_files(w) for _, w in nodes.values()) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    # The grid exits only once its cancelled task has removed its node-local copy (Ray kills
+    # a driver's workers when the driver leaves, which would strand the copy).
     left = {n: sorted(_files(w)) for n, (_, w) in nodes.items() if _files(w)}
-    assert not left, f"the cancelled task's files are still on its node after 180 s: {left}"
+    assert not left, (
+        f"the cancelled task's files are still on its node after the grid exited: {left}"
+    )
     again = subprocess.run(
         [*cmd, "--epochs", str(held + 1), *sets],
         env=env,
