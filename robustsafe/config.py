@@ -103,7 +103,8 @@ class SACLagConfig:
     ``fast`` preset's short epochs and own gains make it move about as often as FSRL's).
     ``multiplier="gradient"``: projected gradient ascent, lambda <- max(0, lambda + lambda_lr
     (Q_c - qc_threshold)), once per gradient step; ``cost_limit`` is per episode and becomes a
-    per-step Q_c threshold (``sac_lag.qc_threshold``). The loop
+    per-step Q_c threshold (``sac_lag.qc_threshold``); only this multiplier reads it (the PID's
+    limit is ``pid.cost_limit``). The loop
     collects ``steps_per_collect`` steps of every env, then takes ``updates_per_step`` gradient
     steps per collected transition (none before the replay holds ``update_after`` transitions). The
     network is the one of ``ppo.hidden`` (every learner builds the same sizes).
@@ -418,8 +419,13 @@ class TrainConfig:
 
     @property
     def cost_limit(self) -> float:
-        """The per-episode cost limit: the learner's section's if it has one
-        (``focops.cost_limit``), else ``pid.cost_limit`` (PPO-Lagrangian's)."""
+        """The per-episode cost limit the learner trains to, and evaluations judge against:
+        ``focops.cost_limit``, ``cvpo.cost_limit``, and ``sac.cost_limit`` for SAC-Lagrangian
+        with ``sac.multiplier=gradient``; else the PID's setpoint ``pid.cost_limit``
+        (PPO-Lagrangian's, and SAC-Lagrangian's with its default PID multiplier)."""
+        if self.algo == "sac-lag":
+            gradient = self.sac.multiplier == "gradient"
+            return float(self.sac.cost_limit if gradient else self.pid.cost_limit)
         limit = getattr(getattr(self, self.algo, None), "cost_limit", None)
         return float(limit if limit is not None else self.pid.cost_limit)
 

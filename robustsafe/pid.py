@@ -44,6 +44,8 @@ class PIDConfig:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.d_delay < 1:
             raise ValueError(f"d_delay must be >= 1, got {self.d_delay}")
+        if self.lambda_max is not None and not self.lambda_max >= 0:
+            raise ValueError(f"lambda_max must be >= 0 or None, got {self.lambda_max}")
 
 
 @dataclass(frozen=True)

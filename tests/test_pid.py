@@ -65,7 +65,15 @@ def test_pid_state_round_trip():
 
 
 @pytest.mark.parametrize(
-    "bad", [dict(kp=-1.0), dict(p_ema=1.0), dict(d_delay=0), dict(fall_ema=1.0)]
+    "bad",
+    [
+        dict(kp=-1.0),
+        dict(p_ema=1.0),
+        dict(d_delay=0),
+        dict(fall_ema=1.0),
+        dict(lambda_max=-1.0),
+        dict(lambda_max=float("nan")),
+    ],
 )
 def test_pid_rejects_bad_settings(bad):
     with pytest.raises(ValueError):

@@ -229,3 +229,19 @@ def test_fast_sac_saves_the_actors_weight_average_and_paper_the_last_actor(env_i
     # an explicit setting still wins over the preset's
     explicit = resolve(env_id, "fast", algo="sac-lag", sets=["sac.actor_average=0"])
     assert explicit.sac.actor_average == 0
+
+
+def test_the_judged_cost_limit_is_the_one_the_multiplier_trains_to():
+    """Evaluations and the runs table judge a run against ``TrainConfig.cost_limit``: for
+    SAC-Lagrangian that is ``sac.cost_limit`` under the gradient multiplier (its Q_c threshold
+    comes from it) and the PID's ``pid.cost_limit`` under the PID."""
+    from dataclasses import replace
+
+    base = preset("SafetyCarRun-v0", "fast", algo="sac-lag")
+    gradient = replace(
+        base,
+        sac=replace(base.sac, multiplier="gradient", cost_limit=10.0),
+        pid=replace(base.pid, cost_limit=5.0),
+    )
+    assert gradient.cost_limit == 10.0
+    assert replace(gradient, sac=replace(gradient.sac, multiplier="pid")).cost_limit == 5.0

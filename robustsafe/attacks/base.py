@@ -9,9 +9,11 @@ only from ``generator``'s randomness, and keeps nothing between calls. ``generat
 ``torch.Generator`` (one stream for the batch) or a ``RowGenerators`` (one stream per row: a
 row's result then does not depend on the rest of its batch; see ``robustsafe.attacks.rng``).
 It never changes the networks: no parameter, no ``.grad``, no train/eval mode. Observations of
-another float dtype (float64: numpy's default) are cast to the actor's; a width other than the
-actor's is an error. ``actor`` is any ``robustsafe.policy.Policy``; attackers with
-``needs_gradients`` refuse a black-box one (``differentiable`` False).
+another float dtype (float64: numpy's default) are cast to the actor's first, and the ball is
+around that cast row, the clean input the actor sees (a float64 row's float32 copy can sit half a
+float32 step, some 1e-7 at |obs| ~ 1, from it); a width other than the actor's is an error.
+``actor`` is any ``robustsafe.policy.Policy``; attackers with ``needs_gradients`` refuse a
+black-box one (``differentiable`` False).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Critic attacks: MC, MR, minimum reward and their mix (paper section 3.3, appendix C.1).
 
 Each maximises ``w_c Q_c(s, mu(s~)) + w_r Q_r(s, mu(s~))`` over s~ in the ball around s, with the
-critics evaluated at the CLEAN state s and mu the mean action: the paper differentiates
+critics evaluated at the CLEAN state s and mu the agent's deterministic action, the one it
+executes when evaluated (the paper's mean action, or E[clip(a)] under the default
+``deterministic_action: expected``; docs/deviations.md). The paper differentiates
 ``Q(s0, pi(s^k))`` rather than ``Q(s^k, pi(s^k))`` because the critics generalise poorly to
 states they never saw. MC is (1, 0), MR (0, 1), minimum reward (0, -1), ``mix:W`` (W, 1 - W).
 """
