@@ -14,8 +14,8 @@ benchmarks/results/compute/calibration.json; do not edit.
 # runs pooled; and their env layout (envs, worker processes).
 FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
 MEASURED = {
-    "SafetyAntCircle-v0/adv-mc": (2126.34, 918.08, 886.4, 14.49, 260.89, 1, 20, 2),
-    "SafetyAntCircle-v0/adv-mr": (2567.29, 1004.79, 1216.49, 16.08, 277.29, 1, 20, 2),
+    "SafetyAntCircle-v0/adv-mc": (2336.84, 1005.94, 987.89, 15.7, 280.19, 2, 20, 2),
+    "SafetyAntCircle-v0/adv-mr": (2654.24, 1040.54, 1259.5, 16.26, 287.6, 2, 20, 2),
     "SafetyAntCircle-v0/random": (1214.62, 878.4, 21.82, 19.37, 254.04, 1, 20, 2),
     "SafetyAntCircle-v0/sa-mad": (1508.21, 1022.91, 66.87, 27.75, 347.53, 1, 20, 2),
     "SafetyAntCircle-v0/sa-mc": (1605.7, 1077.71, 119.51, 27.5, 335.55, 1, 20, 2),
