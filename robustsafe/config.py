@@ -287,7 +287,9 @@ class RobustConfig:
                  per update over the whole batch (SA-PPOL).
     The budget of random and adv modes follows the schedule (``robustsafe.schedule``).
     ``attacked_fraction`` < 1 attacks only that fraction of the envs in random / adv rollouts
-    (the first ones), the others act on clean observations (a mixed rollout).
+    (the first ones), the others act on clean observations (a mixed rollout); the count is
+    ``round(fraction * num_envs)``, at least 1, with Python's rounding of halves to even (0.5 of
+    5 envs attacks 2, of 3 envs 2; the presets' 20 envs: 10).
 
     ``sa_regularizer`` is SA-PPOL's smoothness term: ``mse`` (default, the authors' code, whose
     numbers the paper reports) beta * mean_batch ||mu(s) - mu(s_adv)||^2 on the means only;
