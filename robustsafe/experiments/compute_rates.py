@@ -16,8 +16,8 @@ FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "work
 MEASURED = {
     "SafetyAntCircle-v0/adv-mc": (2336.84, 1005.94, 987.89, 15.7, 280.19, 2, 20, 2),
     "SafetyAntCircle-v0/adv-mr": (2654.24, 1040.54, 1259.5, 16.26, 287.6, 2, 20, 2),
-    "SafetyAntCircle-v0/random": (1214.62, 878.4, 21.82, 19.37, 254.04, 1, 20, 2),
-    "SafetyAntCircle-v0/sa-mad": (1508.21, 1022.91, 66.87, 27.75, 347.53, 1, 20, 2),
+    "SafetyAntCircle-v0/random": (1231.83, 890.58, 22.47, 20.14, 256.97, 2, 20, 2),
+    "SafetyAntCircle-v0/sa-mad": (1393.36, 937.16, 64.96, 26.74, 322.38, 2, 20, 2),
     "SafetyAntCircle-v0/sa-mc": (1605.7, 1077.71, 119.51, 27.5, 335.55, 1, 20, 2),
     "SafetyAntCircle-v0/sa-mr": (1516.15, 946.02, 165.89, 26.14, 334.76, 1, 20, 2),
     "SafetyAntCircle-v0/vanilla": (1559.59, 1128.15, 0.0, 24.63, 354.16, 5, 20, 2),
