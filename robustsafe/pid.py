@@ -16,6 +16,11 @@ to the controller's value at once and falls as an exponential moving average,
 lambda_t = max(u_t, fall_ema * lambda_{t-1} + (1 - fall_ema) * u_t) for the controller's output
 u_t. A safe epoch right after an unsafe one then lowers lambda by a fraction of the gap, not
 all of it, which damps a period-two swing without slowing the reaction to a breach.
+
+``lambda_max`` (optional, off in the paper) caps lambda; with a cap the integral is clamped
+too, to lambda_max / KI, so that it cannot wind up while lambda sits at the cap: once the cost
+falls under the limit, lambda leaves the cap after as many safe epochs as the cap's worth of
+integral takes, not after every unsafe epoch's excess has been paid back.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ def pid_step(state: PIDState, episode_cost: float, cfg: PIDConfig) -> PIDState:
     """One controller update from the epoch's mean episode cost. Pure: returns a new state."""
     error = episode_cost - cfg.cost_limit
     integral = max(0.0, state.integral + error)
+    if cfg.lambda_max is not None and cfg.ki > 0:  # anti-windup: KI * I never exceeds the cap
+        integral = min(integral, cfg.lambda_max / cfg.ki)
     if state.smoothed_error is None:
         smoothed_error = error
     else:

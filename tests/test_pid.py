@@ -52,6 +52,17 @@ def test_pid_cap():
     assert pid.update(100.0) == 0.5  # uncapped: 9.5 + 0.285 + 0.095
 
 
+def test_pid_cap_does_not_wind_up_the_integral():
+    # I only (KI 0.1, limit 5, cap 1): two epochs at cost 25 would make I = 40 (lambda 4, capped
+    # at 1); clamped at 1 / 0.1 = 10, one safe epoch at cost 0 (e = -5) brings I to 5 and lambda
+    # to 0.5. A wound-up integral (35) would hold lambda at the cap for six more safe epochs.
+    pid = PIDLagrangian(PIDConfig(kp=0.0, ki=0.1, kd=0.0, lambda_max=1.0))
+    assert [pid.update(c) for c in (25.0, 25.0)] == pytest.approx([1.0, 1.0])
+    assert pid.state.integral == pytest.approx(10.0)
+    assert pid.update(0.0) == pytest.approx(0.5)
+    assert pid.update(0.0) == pytest.approx(0.0)
+
+
 def test_pid_state_round_trip():
     # The restored controller must continue with the saved integral and previous error (the
     # second epoch of test_pid_matches_hand_computation, 0.442); a fresh one would give
