@@ -87,7 +87,10 @@ def test_report_table_ratio_and_missing_sides(tmp_path: Path) -> None:
     ours = "| ppol | 0 | RobustSafe | 36,000 | 24.0 | 510.0 / 1.00 | 550.0 / 0.50 | 2000 | 1.0 |"
     assert ours in text
     assert "| ppol | 0 | FSRL | 48,000 | 32.0 | 505.0 / 4.00 | 530.0 / 8.00 | 1600 | 2.0 |" in text
-    assert "- ppol: 0.75 (geometric mean 0.75)" in text
+    assert (
+        "- ppol: seed 0 0.75; ours ahead on 1 of 1 seed (geometric mean of the ratios over the "
+        "seed where both met it: 0.75)" in text
+    )
     assert "| cvpo | 1 | RobustSafe | not in this checkout | - | - | - | - | - | - |" in text
     assert "| cvpo | 1 | FSRL | not within 400,000 | - | - |" in text
     assert ".fsrl-venv/bin/python benchmarks/fsrl_speed.py --seed 0" in text
@@ -124,3 +127,23 @@ def test_fsrl_snapshots_as_often_as_ours() -> None:
     assert bench.our_epochs(sys.executable, "sac-lag", 400_000) == (10_000, 150)
     assert bench.our_epochs(sys.executable, "sac-lag", 55_000) == (10_000, 55)
     assert bench.our_epochs(sys.executable, "ppol", 200_000) == (4_000, 50)
+
+
+def test_report_counts_a_seed_ours_missed_against_ours() -> None:
+    # A seed where only FSRL met the criterion must count as FSRL's, not drop out of the summary:
+    # seeds 0 and 1 give ratios 1.5 and 0.5 (geometric mean 0.87), seed 2 FSRL's alone.
+    drv = _module("speed_vs_fsrl")
+    met = lambda wall: {"steps": 10_000, "wall": wall, "trained": 100_000}  # noqa: E731
+    missed = {"steps": None, "wall": None, "trained": 100_000}
+    v = [
+        (0, *drv._verdict(met(30.0), met(20.0))),
+        (1, *drv._verdict(met(10.0), met(20.0))),
+        (2, *drv._verdict(missed, met(20.0))),
+    ]
+    assert drv._verdict_line("sac-lag", v) == (
+        "- sac-lag: seed 0 1.50, seed 1 0.50, seed 2 ours not within 100,000 steps; ours ahead "
+        "on 1 of 3 seeds (geometric mean of the ratios over the 2 seeds where both met it: 0.87)"
+    )
+    assert drv._verdict(met(5.0), missed)[0] == "FSRL not within 100,000 steps"
+    assert drv._verdict(missed, missed) == ("neither within its budget", None, None)
+
