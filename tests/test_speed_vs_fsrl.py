@@ -146,4 +146,3 @@ def test_report_counts_a_seed_ours_missed_against_ours() -> None:
     )
     assert drv._verdict(met(5.0), missed)[0] == "FSRL not within 100,000 steps"
     assert drv._verdict(missed, missed) == ("neither within its budget", None, None)
-
