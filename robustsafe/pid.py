@@ -18,9 +18,9 @@ u_t. A safe epoch right after an unsafe one then lowers lambda by a fraction of 
 all of it, which damps a period-two swing without slowing the reaction to a breach.
 
 ``lambda_max`` (optional, off in the paper) caps lambda; with a cap the integral is clamped
-too, to lambda_max / KI, so that it cannot wind up while lambda sits at the cap: once the cost
-falls under the limit, lambda leaves the cap after as many safe epochs as the cap's worth of
-integral takes, not after every unsafe epoch's excess has been paid back.
+too, to lambda_max / KI, so that it cannot wind up while lambda sits at the cap: lambda falls
+below the cap at the first epoch under the limit (the P and D terms are then 0), not only once
+every unsafe epoch's excess has been paid back.
 """
 
 from __future__ import annotations
