@@ -146,3 +146,40 @@ def test_report_counts_a_seed_ours_missed_against_ours() -> None:
     )
     assert drv._verdict(met(5.0), missed)[0] == "FSRL not within 100,000 steps"
     assert drv._verdict(missed, missed) == ("neither within its budget", None, None)
+
+
+def test_report_keeps_a_seed_ours_missed_in_the_summary(tmp_path: Path) -> None:
+    # Through report(): seed 0 both met (ratio 0.5), seed 1 only FSRL met. The seed must be
+    # listed and counted as FSRL's; a report that keeps only seeds with two wall times says
+    # "seed 0 0.50; ours ahead on 1 of 1 seed".
+    drv = _module("speed_vs_fsrl")
+    target = {"reward": 500.0, "cost": 5.0}
+    for seed, first in ((0, {"env_steps": 10_000, "wall_from_launch_s": 10.0}), (1, None)):
+        if first is not None:
+            first = {**first, "reward": 510.0, "cost": 0.0}
+        ours_seed = {
+            "first_meeting_target": first,
+            "final": {"reward_mean": 450.0, "cost_mean": 0.0},
+            "train_env_steps": 100_000,
+            "train_steps_per_s": 300.0,
+        }
+        ours = {"command": "ours", "target": target, "episodes": 50, "seeds": [ours_seed]}
+        _write(tmp_path / "ours" / f"sac-lag-seed{seed}" / "sac-lag_SafetyCarRun-v0.json", ours)
+        fsrl = {
+            "command": "fsrl",
+            "first_meeting_target": {"env_steps": 30_000, "wall_from_launch_s": 20.0}
+            | {"reward": 520.0, "cost": 0.0},
+            "final": {"reward": 540.0, "cost": 0.0},
+            "train": {"env_steps": 100_000, "steps_per_s": 130.0},
+            "load_average": {"start": [1.0], "after_training": [1.0]},
+            "versions": {},
+            "target": target,
+            "episodes": 50,
+            "fsrl_overrides": [],
+        }
+        _write(tmp_path / "fsrl" / f"sac-lag-seed{seed}.json", fsrl)
+    text = drv.report(tmp_path, [])
+    assert (
+        "- sac-lag: seed 0 0.50, seed 1 ours not within 100,000 steps; ours ahead on 1 of 2 "
+        "seeds (geometric mean of the ratios over the seed where both met it: 0.50)" in text
+    )
