@@ -4,6 +4,7 @@ gradient step on hand-set networks."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -16,6 +17,7 @@ from robustsafe.learners.sac_lag import (
     SACLagrangian,
     actor_loss,
     critic_loss,
+    critic_step,
     lagrange_step,
     q_targets,
     qc_threshold,
@@ -212,3 +214,34 @@ def test_the_actor_average_follows_every_step_and_is_the_saved_policy():
     assert last.saved_actor is actor and "actor_average" not in last.state_dict()
     with pytest.raises(ValueError, match="actor_average"):
         SACLagConfig(actor_average=1.0)
+
+
+def test_the_actor_step_leaves_the_critics_gradients_to_the_critic_loss():
+    """After a step the critics hold the gradients of their own loss only: the actor's loss is
+    differentiated through Q but adds nothing to the critics' weight gradients (work saved)."""
+    torch.manual_seed(0)
+    cfg = SACLagConfig(multiplier="gradient", lambda_init=0.5)
+    actor = SquashedGaussianActor(2, 1, (4,))
+    learner = SACLagrangian(
+        actor, QCritics(2, 1, (4,)), ValueCritic(2, ()), ValueCritic(2, ()), cfg, 2, 1, 2
+    )
+    rng = np.random.default_rng(0)
+    batch = {
+        "obs": rng.normal(size=(5, 2)).astype(np.float32),
+        "act": rng.uniform(-1, 1, size=(5, 1)).astype(np.float32),
+        "reward": rng.normal(size=5).astype(np.float32),
+        "cost": rng.uniform(size=5).astype(np.float32),
+        "next_obs": rng.normal(size=(5, 2)).astype(np.float32),
+        "done": np.zeros(5, np.float32),
+    }
+    twin = copy.deepcopy(learner)
+    gen = torch.Generator().manual_seed(1)
+    twin_gen = torch.Generator().manual_seed(1)
+    learner.update(batch, gen)
+    b = {k: torch.as_tensor(v) for k, v in batch.items()}
+    critic_step(twin.actor, twin.critics, twin.target, twin.critic_optim, b, twin_gen, 0.99, 0.001)
+    got = [p.grad for p in learner.critics.parameters()]
+    want = [p.grad for p in twin.critics.parameters()]
+    assert all(g is not None for g in got)
+    for g, w in zip(got, want, strict=True):
+        assert torch.equal(g, w)

@@ -185,11 +185,17 @@ class SACLagrangian(OffPolicyNetworks):
         )
 
         act, logp = self.actor.sample(b["obs"], generator)
-        q_r = self.critics.q_reward(b["obs"], act)
-        q_c = self.critics.q_cost(b["obs"], act)
+        # The critics' weights take no gradient from the actor's loss (the gradient still flows
+        # through them to the action): their backward pass would be wasted work.
+        self.critics.requires_grad_(False)
+        try:
+            q_r = self.critics.q_reward(b["obs"], act)
+            q_c = self.critics.q_cost(b["obs"], act)
+        finally:
+            self.critics.requires_grad_(True)
         loss_pi = actor_loss(logp, q_r, q_c, cfg.alpha, self.multiplier, cfg.rescale)
         self.actor_optim.zero_grad(set_to_none=True)
-        loss_pi.backward()  # the critics' gradients from here are cleared before their step
+        loss_pi.backward()
         self.actor_optim.step()
 
         qc_estimate = float(q_c.detach().mean())
