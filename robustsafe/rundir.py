@@ -209,16 +209,35 @@ class MetricsCSV:
             os.replace(tmp, path)
 
     def append(self, row: dict[str, Any]) -> None:
+        """Append ``row``; a column not seen before (an off-policy learner's losses, once its
+        first gradient step is taken) widens the header, the earlier rows left empty there."""
         new = self.fields is None
         if new:
             self.fields = list(row.keys())
+        elif any(k not in self.fields for k in row):
+            self._widen([k for k in row if k not in self.fields])
         with self.path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=self.fields, extrasaction="ignore")
+            w = csv.DictWriter(f, fieldnames=self.fields)
             if new:
                 w.writeheader()
             w.writerow(row)
             f.flush()
             os.fsync(f.fileno())
+
+    def _widen(self, extra: list[str]) -> None:
+        """Rewrite the file with ``extra`` columns added (atomically: a kill keeps the old file)."""
+        assert self.fields is not None
+        with self.path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        self.fields = self.fields + extra
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        with tmp.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=self.fields)
+            w.writeheader()
+            w.writerows(rows)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
 
 
 TIMINGS_NAME = "timings.json"  # the grid's record of its jobs in a run (``record_timing``)

@@ -245,3 +245,15 @@ def test_the_judged_cost_limit_is_the_one_the_multiplier_trains_to():
     )
     assert gradient.cost_limit == 10.0
     assert replace(gradient, sac=replace(gradient.sac, multiplier="pid")).cost_limit == 5.0
+
+
+def test_losses_reach_metrics_csv_when_the_first_epoch_takes_no_gradient_step(tmp_path):
+    """With ``update_after`` past the first epoch, epoch 1 has no losses; the columns that
+    appear at epoch 2 widen metrics.csv (epoch 1 empty there) instead of being dropped."""
+    out = tmp_path / "late"
+    assert sac_train(out, "--epochs", "2", "--set", "sac.update_after=41") == 0
+    with (out / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["epoch"] for r in rows] == ["1", "2"]
+    assert rows[0]["loss_q"] == "" and rows[0]["gradient_steps"] == "0.0"
+    assert float(rows[1]["loss_q"]) > 0 and float(rows[1]["gradient_steps"]) > 0
