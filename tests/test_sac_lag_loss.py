@@ -16,6 +16,7 @@ from robustsafe.critics import QCritics
 from robustsafe.learners.sac_lag import (
     SACLagrangian,
     actor_loss,
+    alpha_loss,
     critic_loss,
     critic_step,
     lagrange_step,
@@ -245,3 +246,53 @@ def test_the_actor_step_leaves_the_critics_gradients_to_the_critic_loss():
     assert all(g is not None for g in got)
     for g, w in zip(got, want, strict=True):
         assert torch.equal(g, w)
+
+
+def test_alpha_loss_gradient_is_the_entropy_excess_over_the_target():
+    log_alpha = torch.tensor(0.3, requires_grad=True)
+    logp = T([1.0, 3.0])  # entropy estimate -2
+    loss = alpha_loss(log_alpha, logp, target_entropy=-1.5)
+    # -(0.3 (1 - 1.5) + 0.3 (3 - 1.5)) / 2 = -0.15
+    assert float(loss) == pytest.approx(-0.15)
+    loss.backward()
+    # d/d log alpha = -mean(logp + target) = -0.5: descent raises alpha (entropy -2 < -1.5)
+    assert float(log_alpha.grad) == pytest.approx(-0.5)
+
+
+@pytest.mark.parametrize(("target", "direction"), [(-1.0, -1.0), (40.0, 1.0)])
+def test_a_learned_alpha_takes_one_adam_step_towards_the_target_entropy(target, direction):
+    """Adam's first step moves log alpha by its learning rate against the gradient's sign: up
+    when the policy's entropy is under the target, down when above."""
+    cfg = SACLagConfig(alpha=0.05, target_entropy=target, alpha_lr=0.01, multiplier="gradient")
+    actor = _actor(0.1, math.log(0.5))  # a 1-d squashed N(0.1, 0.25): entropy about 0.5
+    learner = SACLagrangian(
+        actor, QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
+    )
+    assert learner.alpha == pytest.approx(0.05)
+    batch = {
+        "obs": np.zeros((64, 1), np.float32),
+        "act": np.zeros((64, 1), np.float32),
+        "reward": np.ones(64, np.float32),
+        "cost": np.zeros(64, np.float32),
+        "next_obs": np.zeros((64, 1), np.float32),
+        "done": np.zeros(64, np.float32),
+    }
+    m = learner.update(batch, torch.Generator().manual_seed(0))
+    assert m["alpha"] == pytest.approx(0.05 * math.exp(direction * 0.01), rel=1e-5)
+    assert learner.alpha == pytest.approx(m["alpha"])
+    assert "log_alpha" in learner.state_dict()
+
+
+def test_a_fixed_alpha_stays_put_and_is_not_in_the_state():
+    cfg = SACLagConfig(alpha=0.05, multiplier="gradient")
+    learner = SACLagrangian(
+        _actor(0.1, math.log(0.5)),
+        QCritics(1, 1, ()),
+        ValueCritic(1, ()),
+        ValueCritic(1, ()),
+        cfg,
+        1,
+        1,
+        2,
+    )
+    assert learner.alpha == 0.05 and "log_alpha" not in learner.state_dict()

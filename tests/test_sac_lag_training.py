@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,16 @@ def test_losses_reach_metrics_csv_when_the_first_epoch_takes_no_gradient_step(tm
     assert [r["epoch"] for r in rows] == ["1", "2"]
     assert rows[0]["loss_q"] == "" and rows[0]["gradient_steps"] == "0.0"
     assert float(rows[1]["loss_q"]) > 0 and float(rows[1]["gradient_steps"]) > 0
+
+
+def test_a_learned_alpha_moves_and_resumes_bit_identically(tmp_path):
+    def learned(out: Path, *extra: str) -> int:
+        return sac_train(out, "--set", "sac.target_entropy=5.0", "--set", "sac.alpha=0.1", *extra)
+
+    full, cut = full_and_resumed(learned, tmp_path, "vanilla")
+    a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
+    assert torch.equal(a["log_alpha"], b["log_alpha"])
+    assert float(a["log_alpha"]) > math.log(0.1)  # entropy under 5 nats: alpha rose
+    rows = list(csv.DictReader((full / "metrics.csv").open()))
+    # metrics.csv: the epoch's mean alpha, on its way up to the final one
+    assert 0.1 < float(rows[-1]["alpha"]) < math.exp(float(a["log_alpha"]))

@@ -14,7 +14,10 @@ With ``actor_average`` > 0 a Polyak average of the actor's weights follows every
 avg <- actor_average avg + (1 - actor_average) pi, and is the policy saved in the agent file
 (``saved_actor``); the envs are stepped with the last actor either way.
 
-alpha is fixed (the appendix's sweep); lambda is kept non-negative by projection. With
+alpha is fixed (the appendix's sweep), or with ``target_entropy`` learned (SAC's automatic
+temperature, Haarnoja et al. 2018b): after the actor's step, one Adam step on log alpha of
+L_alpha = -mean(log alpha (log pi(a~|s) + target_entropy)), which raises alpha while the
+policy's entropy is under the target. lambda is kept non-negative by projection. With
 ``multiplier="pid"`` lambda instead comes from the PID controller fed once per epoch with the
 mean cost of the episodes finished in it (``end_epoch``), as PPO-Lagrangian's. The cost
 critic's target has no entropy term: the entropy bonus belongs to the reward objective. The
@@ -27,6 +30,8 @@ attacker critics.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -83,6 +88,12 @@ def actor_loss(
     the mix of the objectives and not the size of the step."""
     loss = (alpha * logp - q_r + lam * q_c).mean()
     return loss / (1.0 + lam) if rescale else loss
+
+
+def alpha_loss(log_alpha: torch.Tensor, logp: torch.Tensor, target_entropy: float) -> torch.Tensor:
+    """-mean(log alpha (log pi + target)): its gradient in log alpha is the entropy's excess
+    over the target, so descent raises alpha while the entropy is under the target."""
+    return -(log_alpha * (logp + target_entropy)).mean()
 
 
 def lagrange_step(lam: float, qc_estimate: float, threshold: float, lr: float) -> float:
@@ -154,6 +165,15 @@ class SACLagrangian(OffPolicyNetworks):
         self.actor_average: SquashedGaussianActor | None = None
         if cfg.actor_average > 0:
             self.actor_average = frozen_copy(actor)
+        self.log_alpha: torch.Tensor | None = None
+        if cfg.target_entropy is not None:
+            self.log_alpha = torch.tensor(math.log(cfg.alpha), requires_grad=True)
+            self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+
+    @property
+    def alpha(self) -> float:
+        """The entropy weight now: ``cfg.alpha``, or the learned one."""
+        return self.cfg.alpha if self.log_alpha is None else float(self.log_alpha.detach().exp())
 
     @property
     def saved_actor(self) -> SquashedGaussianActor:
@@ -181,7 +201,7 @@ class SACLagrangian(OffPolicyNetworks):
             b,
             generator,
             cfg.gamma,
-            cfg.alpha,
+            self.alpha,
         )
 
         act, logp = self.actor.sample(b["obs"], generator)
@@ -193,10 +213,16 @@ class SACLagrangian(OffPolicyNetworks):
             q_c = self.critics.q_cost(b["obs"], act)
         finally:
             self.critics.requires_grad_(True)
-        loss_pi = actor_loss(logp, q_r, q_c, cfg.alpha, self.multiplier, cfg.rescale)
+        loss_pi = actor_loss(logp, q_r, q_c, self.alpha, self.multiplier, cfg.rescale)
         self.actor_optim.zero_grad(set_to_none=True)
         loss_pi.backward()
         self.actor_optim.step()
+        if self.log_alpha is not None:
+            assert cfg.target_entropy is not None
+            loss_alpha = alpha_loss(self.log_alpha, logp.detach(), cfg.target_entropy)
+            self.alpha_optim.zero_grad(set_to_none=True)
+            loss_alpha.backward()
+            self.alpha_optim.step()
 
         qc_estimate = float(q_c.detach().mean())
         if self.pid is None:
@@ -210,6 +236,7 @@ class SACLagrangian(OffPolicyNetworks):
             "q_reward": float(q_r.detach().mean()),
             "q_cost": qc_estimate,
             "entropy": float(-logp.detach().mean()),
+            **({} if self.log_alpha is None else {"alpha": self.alpha}),
         }
 
     def state_dict(self) -> dict:
@@ -222,6 +249,14 @@ class SACLagrangian(OffPolicyNetworks):
                 if self.actor_average is None
                 else {"actor_average": self.actor_average.state_dict()}
             ),
+            **(
+                {}
+                if self.log_alpha is None
+                else {
+                    "log_alpha": self.log_alpha.detach().clone(),
+                    "alpha_optim": self.alpha_optim.state_dict(),
+                }
+            ),
         }
 
     def load_state_dict(self, d: dict) -> None:
@@ -231,3 +266,7 @@ class SACLagrangian(OffPolicyNetworks):
             self.pid.load_state_dict(d["pid"])
         if self.actor_average is not None:
             self.actor_average.load_state_dict(d["actor_average"])
+        if self.log_alpha is not None:
+            with torch.no_grad():
+                self.log_alpha.copy_(d["log_alpha"])
+            self.alpha_optim.load_state_dict(d["alpha_optim"])
