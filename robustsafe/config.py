@@ -140,22 +140,23 @@ class SACLagConfig:
     # (benchmarks/results/sac_multiplier: CarRun seed 0, 11 snapshots over 1,000 gradient
     # steps, cost 0.12-49.96; their 0.995 averages 0.08-0.64).
     actor_average: float = 0.0
-    # A number: LEARN alpha, starting at ``alpha``, so that the policy's entropy tends to this
-    # target (SAC's automatic temperature, Haarnoja et al. 2018b; FSRL's SAC-Lag default, target
-    # -act_dim); None: alpha stays fixed, as in the appendix's sweep.
+    # LEARN alpha, starting at ``alpha``, so that the policy's entropy tends to
+    # ``target_entropy`` (SAC's automatic temperature, Haarnoja et al. 2018b; FSRL's SAC-Lag
+    # default); false: alpha stays fixed, as in the appendix's sweep. ``target_entropy`` None:
+    # minus the action dimension (SAC's and FSRL's choice).
+    learn_alpha: bool = False
     target_entropy: float | None = None
     alpha_lr: float = 3e-4  # Adam on log alpha (FSRL's)
 
     def __post_init__(self) -> None:
         _positive(self, "actor_lr", "critic_lr", "batch_size", "replay_size", "alpha_lr")
         _positive(self, "steps_per_collect", "updates_per_step")
-        if self.target_entropy is not None:
-            if not math.isfinite(self.target_entropy):
-                raise ValueError(f"target_entropy must be finite, got {self.target_entropy}")
-            if self.alpha <= 0:
-                raise ValueError(
-                    f"target_entropy (a learned alpha) needs alpha > 0 to start, got {self.alpha}"
-                )
+        if not isinstance(self.learn_alpha, bool):
+            raise ValueError(f"sac.learn_alpha must be true or false, got {self.learn_alpha!r}")
+        if self.target_entropy is not None and not math.isfinite(self.target_entropy):
+            raise ValueError(f"target_entropy must be finite, got {self.target_entropy}")
+        if self.learn_alpha and self.alpha <= 0:
+            raise ValueError(f"learn_alpha needs alpha > 0 to start from, got {self.alpha}")
         if not isinstance(self.rescale, bool):
             raise ValueError(f"sac.rescale must be true or false, got {self.rescale!r}")
         if self.multiplier not in ("gradient", "pid"):

@@ -263,7 +263,9 @@ def test_alpha_loss_gradient_is_the_entropy_excess_over_the_target():
 def test_a_learned_alpha_takes_one_adam_step_towards_the_target_entropy(target, direction):
     """Adam's first step moves log alpha by its learning rate against the gradient's sign: up
     when the policy's entropy is under the target, down when above."""
-    cfg = SACLagConfig(alpha=0.05, target_entropy=target, alpha_lr=0.01, multiplier="gradient")
+    cfg = SACLagConfig(
+        alpha=0.05, learn_alpha=True, target_entropy=target, alpha_lr=0.01, multiplier="gradient"
+    )
     actor = _actor(0.1, math.log(0.5))  # a 1-d squashed N(0.1, 0.25): entropy about 0.5
     learner = SACLagrangian(
         actor, QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
@@ -296,3 +298,12 @@ def test_a_fixed_alpha_stays_put_and_is_not_in_the_state():
         2,
     )
     assert learner.alpha == 0.05 and "log_alpha" not in learner.state_dict()
+
+
+def test_the_default_entropy_target_is_minus_the_action_dimension():
+    cfg = SACLagConfig(learn_alpha=True, multiplier="gradient")
+    actor = SquashedGaussianActor(3, 2, (4,))
+    learner = SACLagrangian(
+        actor, QCritics(3, 2, (4,)), ValueCritic(3, ()), ValueCritic(3, ()), cfg, 3, 2, 2
+    )
+    assert learner.target_entropy == -2.0

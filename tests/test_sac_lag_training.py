@@ -262,7 +262,8 @@ def test_losses_reach_metrics_csv_when_the_first_epoch_takes_no_gradient_step(tm
 
 def test_a_learned_alpha_moves_and_resumes_bit_identically(tmp_path):
     def learned(out: Path, *extra: str) -> int:
-        return sac_train(out, "--set", "sac.target_entropy=5.0", "--set", "sac.alpha=0.1", *extra)
+        settings = ["sac.learn_alpha=true", "sac.target_entropy=5.0", "sac.alpha=0.1"]
+        return sac_train(out, *(x for kv in settings for x in ("--set", kv)), *extra)
 
     full, cut = full_and_resumed(learned, tmp_path, "vanilla")
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))

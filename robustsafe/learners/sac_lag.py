@@ -14,12 +14,13 @@ With ``actor_average`` > 0 a Polyak average of the actor's weights follows every
 avg <- actor_average avg + (1 - actor_average) pi, and is the policy saved in the agent file
 (``saved_actor``); the envs are stepped with the last actor either way.
 
-alpha is fixed (the appendix's sweep), or with ``target_entropy`` learned (SAC's automatic
+alpha is fixed (the appendix's sweep), or with ``learn_alpha`` learned (SAC's automatic
 temperature, Haarnoja et al. 2018b): after the actor's step, one Adam step on log alpha of
-L_alpha = -mean(log alpha (log pi(a~|s) + target_entropy)), which raises alpha while the
-policy's entropy is under the target. lambda is kept non-negative by projection. With
-``multiplier="pid"`` lambda instead comes from the PID controller fed once per epoch with the
-mean cost of the episodes finished in it (``end_epoch``), as PPO-Lagrangian's. The cost
+L_alpha = -mean(log alpha (log pi(a~|s) + H_target)), which raises alpha while the policy's
+entropy is under the target H_target (``target_entropy``, by default -act_dim). lambda is
+kept non-negative by projection. With ``multiplier="pid"`` lambda instead comes from the PID
+controller fed once per epoch with the mean cost of the episodes finished in it
+(``end_epoch``), as PPO-Lagrangian's. The cost
 critic's target has no entropy term: the entropy bonus belongs to the reward objective. The
 replay holds the TRUE observations (``Collector``'s ``true_obs``): under adversarial rollouts
 the policy acts on the perturbed observation, but every loss here is computed on true states.
@@ -166,7 +167,10 @@ class SACLagrangian(OffPolicyNetworks):
         if cfg.actor_average > 0:
             self.actor_average = frozen_copy(actor)
         self.log_alpha: torch.Tensor | None = None
-        if cfg.target_entropy is not None:
+        self.target_entropy = (
+            -float(act_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
+        )
+        if cfg.learn_alpha:
             self.log_alpha = torch.tensor(math.log(cfg.alpha), requires_grad=True)
             self.alpha_optim = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
 
@@ -218,8 +222,7 @@ class SACLagrangian(OffPolicyNetworks):
         loss_pi.backward()
         self.actor_optim.step()
         if self.log_alpha is not None:
-            assert cfg.target_entropy is not None
-            loss_alpha = alpha_loss(self.log_alpha, logp.detach(), cfg.target_entropy)
+            loss_alpha = alpha_loss(self.log_alpha, logp.detach(), self.target_entropy)
             self.alpha_optim.zero_grad(set_to_none=True)
             loss_alpha.backward()
             self.alpha_optim.step()
