@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from robustsafe.agent import load_agent  # noqa: E402
-from robustsafe.config import ALGOS  # noqa: E402
+from robustsafe.config import ALGOS, apply_sets  # noqa: E402
 from robustsafe.envs import VectorEnv  # noqa: E402
 from robustsafe.evaluate import evaluate_agent  # noqa: E402
 from robustsafe.presets import preset  # noqa: E402
@@ -94,6 +94,13 @@ def main() -> None:
         default=[0],
         help="seeds whose snapshots are scanned for the first one meeting the target",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting of the preset, as robustsafe train --set (recorded)",
+    )
     p.add_argument("--runs", default="runs/bench")
     p.add_argument("--results", default="benchmarks/results")
     p.add_argument(
@@ -106,7 +113,7 @@ def main() -> None:
     torch.set_num_threads(1)
 
     overrides = {} if args.epochs is None else {"epochs": args.epochs}
-    cfg0 = preset(args.env, args.preset, algo=args.algo, **overrides)
+    cfg0 = apply_sets(preset(args.env, args.preset, algo=args.algo, **overrides), args.set)
     t_excluded = time.perf_counter()
     raw = raw_one = None
     if args.raw_seconds > 0:
@@ -125,6 +132,7 @@ def main() -> None:
     try:
         for seed in args.seeds:
             cfg = preset(args.env, args.preset, algo=args.algo, seed=seed, **overrides)
+            cfg = apply_sets(cfg, args.set)
             name = f"{args.preset}-seed{seed}"
             run = (
                 Path(args.runs)
@@ -217,6 +225,7 @@ def main() -> None:
                 f"--target-reward {args.target_reward:g}",
             ]
             + ([f"--epochs {args.epochs}"] if args.epochs else [])
+            + [f"--set {item}" for item in args.set]
             + ([f"--episodes {args.episodes}"] if args.episodes != 50 else [])
             + ([f"--raw-seconds {args.raw_seconds:g}"] if args.raw_seconds != 20 else [])
             + (
@@ -235,6 +244,7 @@ def main() -> None:
         "algo": args.algo,
         "env_id": args.env,
         "preset": args.preset,
+        "settings": args.set,
         "target": {"reward": args.target_reward, "cost": args.cost_limit},
         "episodes": args.episodes,
         "raw_steps_per_s_two_cores": raw,

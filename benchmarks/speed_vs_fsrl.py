@@ -69,12 +69,15 @@ def fsrl_env() -> dict:
     return env
 
 
-def our_epochs(python: str, learner: str, max_env_steps: int) -> tuple[int, int]:
+def our_epochs(
+    python: str, learner: str, max_env_steps: int, sets: list[str] | None = None
+) -> tuple[int, int]:
     """Env steps between two snapshots of ours' ``fast`` preset (``checkpoint_every`` epochs),
-    and the epochs that reach ``max_env_steps`` (at most the preset's)."""
+    with the ``sets`` overrides, and the epochs that reach ``max_env_steps`` (at most the
+    preset's)."""
     code = (
-        "from robustsafe.presets import preset; "
-        f"c = preset('{ENV}', 'fast', algo='{learner}'); "
+        "from robustsafe.config import apply_sets; from robustsafe.presets import preset; "
+        f"c = apply_sets(preset('{ENV}', 'fast', algo='{learner}'), {list(sets or [])!r}); "
         "print(c.steps_per_epoch, c.epochs, max(1, c.checkpoint_every))"
     )
     out = subprocess.run(
@@ -140,6 +143,8 @@ def ours_command(args, learner: str, seed: int, epochs: int) -> list[str]:
         "--zoo",
         "",
     ]
+    for item in args.ours_set:
+        cmd += ["--set", item]
     return cmd
 
 
@@ -209,6 +214,7 @@ def _ours(out: Path, learner: str, seed: int) -> dict | None:
         "commit": r.get("git_commit"),
         "target": r["target"],
         "episodes": r["episodes"],
+        "settings": r.get("settings", []),
     }
 
 
@@ -319,6 +325,7 @@ def report(out: Path, drivers: list[str]) -> str:
         key=lambda k: (LEARNERS.index(k[0]) if k[0] in LEARNERS else 99, k[1]),
     )
     rows, commands, versions, targets, overrides = [], [], None, set(), set()
+    ours_settings: set[tuple[str, ...]] = set()
     verdicts: dict[str, list[tuple[int, str, float | None, bool | None]]] = {}
     for learner, seed in found:
         o, f = _ours(out, learner, seed), _fsrl(out, learner, seed)
@@ -329,6 +336,8 @@ def report(out: Path, drivers: list[str]) -> str:
                 prefix = ".fsrl-venv/bin/" if side == "FSRL" else ""
                 commands.append(prefix + x["command"])
                 targets.add((x["target"]["reward"], x["target"]["cost"], x["episodes"]))
+        if o is not None:
+            ours_settings.add(tuple(o["settings"]))
         if f is not None:
             versions = f["versions"]
             overrides.add(tuple(f["overrides"]))
@@ -377,6 +386,13 @@ def report(out: Path, drivers: list[str]) -> str:
             + (", ".join(" ".join(o) or "none" for o in sorted(overrides)))
             + ". "
             + INSTALL,
+            "",
+        ]
+    if any(ours_settings):
+        lines += [
+            "Ours' overrides of its preset (`--ours-set`, as `robustsafe train --set`): "
+            + "; ".join(", ".join(o) or "none" for o in sorted(ours_settings))
+            + ".",
             "",
         ]
     lines += ["## Commands", ""]
@@ -461,6 +477,13 @@ def main() -> None:
         "for the learner; fsrl_speed.py's default for a learner this checkout lacks)",
     )
     p.add_argument(
+        "--ours-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting of ours' preset, as robustsafe train --set (recorded)",
+    )
+    p.add_argument(
         "--fsrl-set",
         action="append",
         default=[],
@@ -497,7 +520,9 @@ def main() -> None:
         for learner in args.learners:
             epochs = spacing = None  # FSRL snapshots as often as ours
             if learner in ours_have:
-                spacing, epochs = our_epochs(args.python, learner, args.max_env_steps)
+                spacing, epochs = our_epochs(
+                    args.python, learner, args.max_env_steps, args.ours_set
+                )
             else:
                 print(f"{learner}: not in this checkout's learners {ours_have}; FSRL only")
             for i, seed in enumerate(args.seeds):

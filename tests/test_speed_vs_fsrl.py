@@ -127,6 +127,10 @@ def test_fsrl_snapshots_as_often_as_ours() -> None:
     assert bench.our_epochs(sys.executable, "sac-lag", 400_000) == (10_000, 150)
     assert bench.our_epochs(sys.executable, "sac-lag", 55_000) == (10_000, 55)
     assert bench.our_epochs(sys.executable, "ppol", 200_000) == (4_000, 50)
+    # ours' overrides (--ours-set) move the spacing with them
+    sets = ["steps_per_epoch=400", "checkpoint_every=25"]
+    assert bench.our_epochs(sys.executable, "sac-lag", 100_000, sets) == (10_000, 150)
+    assert bench.our_epochs(sys.executable, "sac-lag", 40_000, sets) == (10_000, 100)
 
 
 def test_report_counts_a_seed_ours_missed_against_ours() -> None:
@@ -164,6 +168,8 @@ def test_report_keeps_a_seed_ours_missed_in_the_summary(tmp_path: Path) -> None:
             "train_steps_per_s": 300.0,
         }
         ours = {"command": "ours", "target": target, "episodes": 50, "seeds": [ours_seed]}
+        if seed == 1:  # a run with --ours-set: the report names its overrides
+            ours["settings"] = ["sac.learn_alpha=true", "sac.alpha=0.005"]
         _write(tmp_path / "ours" / f"sac-lag-seed{seed}" / "sac-lag_SafetyCarRun-v0.json", ours)
         fsrl = {
             "command": "fsrl",
@@ -182,4 +188,8 @@ def test_report_keeps_a_seed_ours_missed_in_the_summary(tmp_path: Path) -> None:
     assert (
         "- sac-lag: seed 0 0.50, seed 1 ours not within 100,000 steps; ours ahead on 1 of 2 "
         "seeds (geometric mean of the ratios over the seed where both met it: 0.50)" in text
+    )
+    assert (
+        "Ours' overrides of its preset (`--ours-set`, as `robustsafe train --set`): none; "
+        "sac.learn_alpha=true, sac.alpha=0.005." in text
     )
