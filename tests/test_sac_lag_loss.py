@@ -103,6 +103,25 @@ def _actor(mu: float, log_std: float, low: float = -1.0, high: float = 1.0):
     return actor
 
 
+def _learner(cfg: SACLagConfig, actor: SquashedGaussianActor) -> SACLagrangian:
+    """A learner on 1-d observations and actions with constant (bias-only) critics."""
+    return SACLagrangian(
+        actor, QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
+    )
+
+
+def _constant_batch(n: int, obs: float, cost: float) -> dict[str, np.ndarray]:
+    """``n`` identical transitions: observation ``obs`` to ``obs``, action 0, reward 1."""
+    return {
+        "obs": np.full((n, 1), obs, np.float32),
+        "act": np.zeros((n, 1), np.float32),
+        "reward": np.ones(n, np.float32),
+        "cost": np.full(n, cost, np.float32),
+        "next_obs": np.full((n, 1), obs, np.float32),
+        "done": np.zeros(n, np.float32),
+    }
+
+
 @torch.no_grad()
 def test_squashed_log_prob_has_the_tanh_and_box_corrections():
     actor = _actor(0.5, math.log(0.5), low=-2.0, high=2.0)
@@ -179,18 +198,9 @@ def test_the_actor_average_follows_every_step_and_is_the_saved_policy():
     saved policy is the average, and without it the last actor."""
     cfg = SACLagConfig(actor_lr=0.1, actor_average=0.75, multiplier="gradient")
     actor = _actor(0.1, math.log(0.5))
-    learner = SACLagrangian(
-        actor, QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
-    )
+    learner = _learner(cfg, actor)
     assert learner.saved_actor is learner.actor_average is not actor
-    batch = {
-        "obs": np.ones((4, 1), np.float32),
-        "act": np.zeros((4, 1), np.float32),
-        "reward": np.ones(4, np.float32),
-        "cost": np.ones(4, np.float32),
-        "next_obs": np.ones((4, 1), np.float32),
-        "done": np.zeros(4, np.float32),
-    }
+    batch = _constant_batch(4, obs=1.0, cost=1.0)
     gen = torch.Generator().manual_seed(3)
     expected = [p.detach().clone() for p in actor.parameters()]
     for _ in range(3):
@@ -266,37 +276,18 @@ def test_a_learned_alpha_takes_one_adam_step_towards_the_target_entropy(target, 
     cfg = SACLagConfig(
         alpha=0.05, learn_alpha=True, target_entropy=target, alpha_lr=0.01, multiplier="gradient"
     )
-    actor = _actor(0.1, math.log(0.5))  # a 1-d squashed N(0.1, 0.25): entropy about 0.5
-    learner = SACLagrangian(
-        actor, QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
-    )
+    # a 1-d squashed N(0.1, 0.25): entropy about 0.5
+    learner = _learner(cfg, _actor(0.1, math.log(0.5)))
     assert learner.alpha == pytest.approx(0.05)
-    batch = {
-        "obs": np.zeros((64, 1), np.float32),
-        "act": np.zeros((64, 1), np.float32),
-        "reward": np.ones(64, np.float32),
-        "cost": np.zeros(64, np.float32),
-        "next_obs": np.zeros((64, 1), np.float32),
-        "done": np.zeros(64, np.float32),
-    }
-    m = learner.update(batch, torch.Generator().manual_seed(0))
+    m = learner.update(_constant_batch(64, obs=0.0, cost=0.0), torch.Generator().manual_seed(0))
     assert m["alpha"] == pytest.approx(0.05 * math.exp(direction * 0.01), rel=1e-5)
     assert learner.alpha == pytest.approx(m["alpha"])
     assert "log_alpha" in learner.state_dict()
 
 
 def test_a_fixed_alpha_stays_put_and_is_not_in_the_state():
-    cfg = SACLagConfig(alpha=0.05, multiplier="gradient")
-    learner = SACLagrangian(
-        _actor(0.1, math.log(0.5)),
-        QCritics(1, 1, ()),
-        ValueCritic(1, ()),
-        ValueCritic(1, ()),
-        cfg,
-        1,
-        1,
-        2,
-    )
+    learner = _learner(SACLagConfig(alpha=0.05, multiplier="gradient"), _actor(0.1, -0.7))
+    learner.update(_constant_batch(8, obs=0.0, cost=0.0), torch.Generator().manual_seed(0))
     assert learner.alpha == 0.05 and "log_alpha" not in learner.state_dict()
 
 
