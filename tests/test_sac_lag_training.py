@@ -74,6 +74,7 @@ def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
     assert torch.equal(agent.critics.q_cost.heads[0][0].weight, saved)
     data = cli_evaluate(run, tmp_path / "eval.json", "none,mc,mr")
     assert data["train_algo"] == "sac-lag" and data["train_alpha"] == 0.001
+    assert data["train_alpha_learned"] is False
     assert [r["attack"] for r in data["results"]] == ["none", "mc", "mr"]
     # Each attack changes what the agent does: its episodes are not the unattacked ones.
     natural = data["results"][0]["episodes"]

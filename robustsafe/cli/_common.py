@@ -145,6 +145,10 @@ def _agent_eval_fields(args: argparse.Namespace, agent) -> dict:
         "agent_epoch": agent.epoch,
         "train_algo": agent.config.algo,
         "train_alpha": agent.config.sac.alpha if agent.config.algo == "sac-lag" else None,
+        # a learned alpha: train_alpha is only where it started (the table's own group)
+        "train_alpha_learned": agent.config.sac.learn_alpha
+        if agent.config.algo == "sac-lag"
+        else None,
         "train_mode": agent.config.robust.mode,
         "train_seed": agent.config.seed,
         "train_preset": agent.config.preset,

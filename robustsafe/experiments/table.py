@@ -93,11 +93,15 @@ CSV_FIELDS = (
 )
 
 
+LEARNED_ALPHA = "learned"  # ``sac-lag:learned``: the group of SAC-Lag runs with sac.learn_alpha
+
+
 def method_name(mode: str, algo: str = "ppol") -> str:
     """The paper's name of a learner's training mode (``adv-mix:0.5`` -> ``ADV-PPOL(mix 0.5)``;
     FOCOPS: ``vanilla`` -> ``FOCOPS-vanilla``, ``adv-mc`` -> ``FOCOPS(MC)``)."""
     if algo.startswith("sac-lag:"):  # the appendix's rows per entropy weight
-        learner = f"SAC-Lag(alpha={algo.split(':', 1)[1]})"
+        alpha = algo.split(":", 1)[1]
+        learner = "SAC-Lag(alpha learned)" if alpha == LEARNED_ALPHA else f"SAC-Lag(alpha={alpha})"
         return learner if mode == "vanilla" else _other_method_name(mode, learner)
     if algo != "ppol":
         return _other_method_name(mode, _ALGO_NAMES.get(algo, algo))
@@ -124,6 +128,8 @@ def _other_method_name(mode: str, learner: str) -> str:
 def _algo_key(algo: str) -> tuple:
     base, _, alpha = algo.partition(":")
     if base in _ALGO_ORDER:  # SAC-Lag's alphas from the largest down, as in the appendix
+        if alpha == LEARNED_ALPHA:  # after the fixed weights
+            return (_ALGO_ORDER.index(base), math.inf, "")
         return (_ALGO_ORDER.index(base), -float(alpha) if alpha else 0.0, "")
     return (len(_ALGO_ORDER), 0.0, algo)
 
@@ -219,7 +225,9 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
     if not isinstance(algo, str):
         raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
     alpha = data.get("train_alpha")
-    if algo == "sac-lag" and _is_number(alpha):
+    if algo == "sac-lag" and data.get("train_alpha_learned") is True:
+        algo = f"sac-lag:{LEARNED_ALPHA}"  # not one of the appendix's fixed weights
+    elif algo == "sac-lag" and _is_number(alpha):
         algo = f"sac-lag:{alpha:g}"  # one group of rows per entropy weight
     return EvalFile(
         algo=algo,

@@ -92,3 +92,20 @@ def test_sac_lag_entropy_weights_compete_for_the_lowest_cost_marks(tmp_path):
     table = collect_table(tmp_path)
     marked = {r.method for r in table.rows if r.cells["none"].marked}
     assert marked == {"SAC-Lag(alpha=0.001)", "SAC-Lag(alpha=0.0001)"}
+
+
+def test_a_learned_alpha_run_is_its_own_group_after_the_fixed_weights(tmp_path):
+    """A run with sac.learn_alpha records where alpha started; the table must not file it
+    under that fixed weight."""
+    runs = tmp_path / "runs"
+    _eval_file(runs, "vanilla", "SafetyCarRun-v0", "vanilla", 600.0)
+    for run, alpha, learned, reward in (
+        ("fixed", 0.005, False, 500.0),
+        ("learned", 0.005, True, 510.0),
+        ("big", 0.1, False, 520.0),
+    ):
+        sac = {"train_algo": "sac-lag", "train_alpha": alpha, "train_alpha_learned": learned}
+        _eval_file(runs, run, "SafetyCarRun-v0", "vanilla", reward, **sac)
+    write_appendix(runs, tmp_path / "out" / "table")
+    methods = [r[1] for r in _rows(tmp_path / "out" / "table-sac-lag.csv") if r[2] == "none"]
+    assert methods == ["SAC-Lag(alpha=0.1)", "SAC-Lag(alpha=0.005)", "SAC-Lag(alpha learned)"]
