@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from robustsafe.train import run_status
+
 
 def epoch_of(run_dir: Path) -> int:
-    """The epoch a run's ``status.json`` records (0 before it exists or while it is written)."""
+    """The epoch of the run's last saved state as a grid reads it (``run_status``: status.json
+    when it matches state.pt, else state.pt itself; status.json alone lags state.pt by one
+    when a training is stopped between the two writes); 0 before any state."""
     try:
-        return int(json.loads((run_dir / "status.json").read_text())["epoch"])
+        status = run_status(run_dir)
     except (OSError, ValueError, KeyError):
         return 0
+    return 0 if status is None else status[0]
 
 
 def signal_after_two_epochs(

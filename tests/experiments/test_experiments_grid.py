@@ -286,9 +286,7 @@ def test_a_grid_killed_outright_leaves_its_job_running_and_the_next_grid_closes_
     while Path(f"/proc/{trainer}").exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not Path(f"/proc/{trainer}").exists()
-    # state.pt's epoch, as the next grid reads it: status.json, written just after state.pt,
-    # lags it by one when the SIGTERM falls between the two (seen on a loaded machine)
-    killed_at = run_status(run)[0]
+    killed_at = epoch_of(run)
     saved = (run / "state.pt").stat().st_mtime
 
     [result] = run_grid(
