@@ -195,18 +195,10 @@ class MetricsCSV:
         self.path = path
         self.fields: list[str] | None = None
         if path.exists():  # resuming: drop rows written after the last checkpoint
-            with path.open() as f:
-                rows = list(csv.DictReader(f))
-            rows = [r for r in rows if int(r["epoch"]) <= keep_through_epoch]
+            rows = [r for r in self._rows() if int(r["epoch"]) <= keep_through_epoch]
             if rows:
                 self.fields = list(rows[0].keys())
-            tmp = path.with_name(f".{path.name}.tmp")
-            with tmp.open("w", newline="") as f:
-                if self.fields:
-                    w = csv.DictWriter(f, fieldnames=self.fields)
-                    w.writeheader()
-                    w.writerows(rows)
-            os.replace(tmp, path)
+            self._rewrite(rows)
 
     def append(self, row: dict[str, Any]) -> None:
         """Append ``row``; a column not seen before (an off-policy learner's losses, once its
@@ -215,7 +207,9 @@ class MetricsCSV:
         if new:
             self.fields = list(row.keys())
         elif any(k not in self.fields for k in row):
-            self._widen([k for k in row if k not in self.fields])
+            rows = self._rows()
+            self.fields = self.fields + [k for k in row if k not in self.fields]
+            self._rewrite(rows)
         with self.path.open("a", newline="") as f:
             w = csv.DictWriter(f, fieldnames=self.fields)
             if new:
@@ -224,17 +218,19 @@ class MetricsCSV:
             f.flush()
             os.fsync(f.fileno())
 
-    def _widen(self, extra: list[str]) -> None:
-        """Rewrite the file with ``extra`` columns added (atomically: a kill keeps the old file)."""
-        assert self.fields is not None
+    def _rows(self) -> list[dict[str, str]]:
         with self.path.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-        self.fields = self.fields + extra
+            return list(csv.DictReader(f))
+
+    def _rewrite(self, rows: list[dict[str, str]]) -> None:
+        """Replace the file by ``rows`` under ``self.fields`` (empty without fields), atomically:
+        a kill keeps the old file."""
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         with tmp.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=self.fields)
-            w.writeheader()
-            w.writerows(rows)
+            if self.fields:
+                w = csv.DictWriter(f, fieldnames=self.fields)
+                w.writeheader()
+                w.writerows(rows)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
