@@ -204,7 +204,7 @@ def test_pid_multiplier_is_the_default_and_bad_names_are_refused():
 def test_sac_presets_scale_the_attack_schedule_to_their_epochs(env_id):
     ppol = preset(env_id, "fast")
     sac = preset(env_id, "fast", algo="sac-lag")
-    assert (sac.epochs, sac.steps_per_epoch, sac.num_envs) == (150, 1_000, 5)
+    assert (sac.epochs, sac.steps_per_epoch, sac.num_envs) == (375, 400, 2)
     r, q = sac.robust, ppol.robust
     assert r.schedule_start / sac.epochs == pytest.approx(q.schedule_start / ppol.epochs, abs=0.02)
     final = epsilon_at(sac.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
@@ -215,13 +215,15 @@ def test_sac_presets_scale_the_attack_schedule_to_their_epochs(env_id):
 def test_fast_sac_steps_its_pid_after_every_episode_batch_with_fsrls_gains():
     cfg = preset("SafetyCarRun-v0", "fast", algo="sac-lag")
     # 200 steps per env per epoch: every env ends one 200-step CarRun episode each epoch
-    assert cfg.rollout_length == 200 and cfg.steps_per_epoch == 5 * 200
+    assert cfg.rollout_length == 200 and cfg.steps_per_epoch == 2 * 200
     assert (cfg.pid.kp, cfg.pid.ki, cfg.pid.kd) == (0.05, 0.0005, 0.1)
-    assert cfg.checkpoint_every == 10  # snapshots every 10,000 steps, as before
+    assert cfg.sac.gamma == 0.97  # FSRL's discount
+    assert cfg.checkpoint_every * cfg.steps_per_epoch == 10_000  # a snapshot every 10,000 steps
+    assert cfg.epochs * cfg.steps_per_epoch == 150_000
     ppol = preset("SafetyCarRun-v0", "fast")
     assert (ppol.pid.kp, ppol.pid.ki, ppol.pid.kd) == (0.1, 0.01, 0.001)  # PPOL's untouched
     paper = preset("SafetyCarRun-v0", "paper", algo="sac-lag")
-    assert (paper.steps_per_epoch, paper.num_envs) == (10_000, 20)
+    assert (paper.steps_per_epoch, paper.num_envs, paper.sac.gamma) == (10_000, 20, 0.99)
 
 
 @pytest.mark.parametrize("env_id", ["SafetyCarRun-v0", "SafetyCarCircle-v0"])

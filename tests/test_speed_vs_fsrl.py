@@ -121,16 +121,16 @@ def test_run_logs_name_the_venv_not_its_place(tmp_path: Path) -> None:
 
 def test_fsrl_snapshots_as_often_as_ours() -> None:
     """FSRL's snapshot spacing defaults to ours': an epoch of the fast preset times its
-    ``checkpoint_every`` (SAC-Lag keeps a snapshot every 10 epochs of 1,000 steps), and ours'
+    ``checkpoint_every`` (SAC-Lag keeps a snapshot every 25 epochs of 400 steps), and ours'
     epochs stop at the step budget."""
     bench = _module("speed_vs_fsrl")
-    assert bench.our_epochs(sys.executable, "sac-lag", 400_000) == (10_000, 150)
-    assert bench.our_epochs(sys.executable, "sac-lag", 55_000) == (10_000, 55)
+    assert bench.our_epochs(sys.executable, "sac-lag", 400_000) == (10_000, 375)
+    assert bench.our_epochs(sys.executable, "sac-lag", 55_000) == (10_000, 138)
     assert bench.our_epochs(sys.executable, "ppol", 200_000) == (4_000, 50)
     # ours' overrides (--ours-set) move the spacing with them
-    sets = ["steps_per_epoch=400", "checkpoint_every=25"]
-    assert bench.our_epochs(sys.executable, "sac-lag", 100_000, sets) == (10_000, 150)
-    assert bench.our_epochs(sys.executable, "sac-lag", 40_000, sets) == (10_000, 100)
+    sets = ["num_envs=5", "steps_per_epoch=1000", "checkpoint_every=4"]
+    assert bench.our_epochs(sys.executable, "sac-lag", 100_000, sets) == (4_000, 100)
+    assert bench.our_epochs(sys.executable, "sac-lag", 40_000, sets) == (4_000, 40)
 
 
 def test_report_counts_a_seed_ours_missed_against_ours() -> None:
