@@ -423,14 +423,14 @@ Different, by design (each library with its own defaults):
   script's config class for the task (`Bullet1MCfg` for CarRun) with FSRL's defaults, among
   them cost limit 10 (the criterion still asks cost <= 5), 4 torch threads on this machine,
   and FSRL's vector env (`ShmemVectorEnv`, one subprocess per env: 20 for PPOL/FOCOPS, 10 for
-  CVPO, 2 for SAC-Lag, plus 2 test envs). Ours: 20 envs (SAC-Lag: 5) in 2 worker processes,
+  CVPO, 2 for SAC-Lag, plus 2 test envs). Ours: 20 envs (SAC-Lag: 2) in 2 worker processes,
   1 torch thread.
 - **Work inside the clock.** FSRL's trainer runs its own 2-episode test after every FSRL
   epoch and logs to TensorBoard (its example logs to wandb instead; this benchmark uses FSRL's
   TensorBoard logger so that nothing goes over the network); ours writes metrics.csv,
   TensorBoard and an agent checkpoint every epoch. Both sides' snapshot saving is in the clock.
 - **Snapshot points.** Ours: every `checkpoint_every` epochs of the preset (every epoch; SAC-Lag:
-  every 10 epochs of 1,000 steps). FSRL: right after the first policy update at or past each
+  every 25 epochs of 400 steps). FSRL: right after the first policy update at or past each
   multiple of `--snapshot-every` env steps (default ours' spacing: 4,000 for PPOL/FOCOPS, 10,000
   for SAC-Lag/CVPO); an FSRL update follows a whole collect
   (`episode_per_collect` episodes: 4,000 steps for PPOL/FOCOPS, 400 for SAC-Lag, 2,000 for

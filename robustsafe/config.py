@@ -100,7 +100,8 @@ class SACLagConfig:
     default: 0.001 here). ``multiplier="pid"`` (the default): the run's PID controller (the
     ``pid`` group, as PPO-Lagrangian's) sets lambda once per epoch from the mean cost of the
     episodes that finished in it (FSRL's SAC-Lagrangian feeds a PID with episode costs too; the
-    ``fast`` preset's short epochs and own gains make it move about as often as FSRL's).
+    ``fast`` preset's short epochs and own gains make it move as often as FSRL's, and it takes
+    FSRL's ``gamma`` 0.97; the default here and ``paper``'s is 0.99).
     ``multiplier="gradient"``: projected gradient ascent, lambda <- max(0, lambda + lambda_lr
     (Q_c - qc_threshold)), once per gradient step; ``cost_limit`` is per episode and becomes a
     per-step Q_c threshold (``sac_lag.qc_threshold``); only this multiplier reads it (the PID's
