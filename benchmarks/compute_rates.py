@@ -81,8 +81,6 @@ def main() -> None:
             "benchmarks/results/table1",
             "benchmarks/results/table1alg",
             "benchmarks/results/table1da",
-            # the SAC-Lag table's earlier runs, on the rates' machine (the same training code)
-            "benchmarks/results/sac_multiplier/last-actor-table",
         ],
     )
     p.add_argument("--calibration", default="benchmarks/results/compute/calibration.json")

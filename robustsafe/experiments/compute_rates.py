@@ -3,8 +3,7 @@
 Written by ``python benchmarks/compute_rates.py`` from the committed runs' metrics.csv
 (benchmarks/results/table1,
 benchmarks/results/table1alg,
-benchmarks/results/table1da,
-benchmarks/results/sac_multiplier/last-actor-table;
+benchmarks/results/table1da;
 preset fast, 2 cores, the runs on AMD EPYC only) and
 benchmarks/results/compute/calibration.json; do not edit.
 """
@@ -38,10 +37,10 @@ MEASURED = {
     "SafetyCarCircle-v0/sa-mad": (1683.85, 970.79, 95.73, 18.41, 556.63, 3, 20, 2),
     "SafetyCarCircle-v0/sa-mc": (1519.4, 878.73, 117.22, 18.56, 468.65, 3, 20, 2),
     "SafetyCarCircle-v0/sa-mr": (2186.37, 1174.62, 264.72, 18.56, 678.45, 3, 20, 2),
-    "SafetyCarCircle-v0/sac-lag-vanilla": (4668.44, 1044.99, 0.0, 137.45, 3361.48, 6, 2, 2),
-    "SafetyCarCircle-v0/sac-lag0.0001-vanilla": (5139.63, 1135.11, 0.0, 165.87, 3708.34, 2, 2, 2),
-    "SafetyCarCircle-v0/sac-lag0.01-vanilla": (4584.47, 1052.73, 0.0, 149.48, 3259.92, 2, 2, 2),
-    "SafetyCarCircle-v0/sac-lag0.1-vanilla": (4757.72, 1139.69, 0.0, 155.02, 3333.47, 2, 2, 2),
+    "SafetyCarCircle-v0/sac-lag-vanilla": (5066.3, 1193.22, 0.0, 194.33, 3502.76, 3, 2, 2),
+    "SafetyCarCircle-v0/sac-lag0.0001-vanilla": (5031.12, 1174.74, 0.0, 235.97, 3452.03, 1, 2, 2),
+    "SafetyCarCircle-v0/sac-lag0.01-vanilla": (4932.38, 1198.17, 0.0, 219.84, 3338.83, 1, 2, 2),
+    "SafetyCarCircle-v0/sac-lag0.1-vanilla": (5140.39, 1309.82, 0.0, 223.23, 3426.08, 1, 2, 2),
     "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3, 20, 2),
     "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3, 20, 2),
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3, 20, 2),
@@ -53,10 +52,10 @@ MEASURED = {
     "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3, 20, 2),
     "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3, 20, 2),
     "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3, 20, 2),
-    "SafetyCarRun-v0/sac-lag-vanilla": (2628.46, 872.45, 0.0, 125.48, 1535.76, 6, 2, 2),
-    "SafetyCarRun-v0/sac-lag0.0001-vanilla": (3460.66, 1136.42, 0.0, 149.37, 2052.23, 2, 2, 2),
-    "SafetyCarRun-v0/sac-lag0.01-vanilla": (2725.72, 927.66, 0.0, 135.49, 1565.14, 2, 2, 2),
-    "SafetyCarRun-v0/sac-lag0.1-vanilla": (2820.01, 939.4, 0.0, 143.2, 1638.05, 2, 2, 2),
+    "SafetyCarRun-v0/sac-lag-vanilla": (2861.04, 963.38, 0.0, 179.63, 1587.94, 3, 2, 2),
+    "SafetyCarRun-v0/sac-lag0.0001-vanilla": (3175.31, 1105.03, 0.0, 209.22, 1708.32, 1, 2, 2),
+    "SafetyCarRun-v0/sac-lag0.01-vanilla": (3183.64, 1108.69, 0.0, 204.71, 1733.69, 1, 2, 2),
+    "SafetyCarRun-v0/sac-lag0.1-vanilla": (3213.29, 1106.36, 0.0, 203.79, 1764.43, 1, 2, 2),
     "SafetyCarRun-v0/vanilla": (625.6, 485.38, 0.0, 13.66, 90.89, 3, 20, 2),
     "SafetyDroneCircle-v0/adv-mc": (2024.04, 645.85, 1011.36, 16.68, 317.59, 5, 20, 2),
     "SafetyDroneCircle-v0/adv-mr": (2437.59, 646.75, 1288.71, 16.86, 322.81, 5, 20, 2),
