@@ -245,6 +245,13 @@ def main() -> None:
         "env_id": args.env,
         "preset": args.preset,
         "settings": args.set,
+        # what the speed report states of ours' side (envs, epoch size, snapshot spacing)
+        "layout": {
+            "num_envs": cfg0.num_envs,
+            "workers": cfg0.workers,
+            "steps_per_epoch": cfg0.steps_per_epoch,
+            "checkpoint_every": max(1, cfg0.checkpoint_every),
+        },
         "target": {"reward": args.target_reward, "cost": args.cost_limit},
         "episodes": args.episodes,
         "raw_steps_per_s_two_cores": raw,

@@ -215,7 +215,19 @@ def _ours(out: Path, learner: str, seed: int) -> dict | None:
         "target": r["target"],
         "episodes": r["episodes"],
         "settings": r.get("settings", []),
+        "layout": r.get("layout"),
     }
+
+
+def _layout(learner: str, layout: dict | None) -> str:
+    """One learner's layout on ours' side, as its runs recorded it."""
+    if layout is None:
+        return f"{learner}: not recorded (runs before the benchmark recorded it)"
+    n, w = layout["num_envs"], layout["workers"]
+    per, every = layout["steps_per_epoch"], layout["checkpoint_every"]
+    where = f"in {w} worker process{'es' if w != 1 else ''}" if w else "in the main process"
+    snap = "every epoch" if every == 1 else f"every {every} epochs ({per * every:,} steps)"
+    return f"{learner}: {n} envs {where}, epochs of {per:,} steps, a snapshot {snap}"
 
 
 def _fsrl(out: Path, learner: str, seed: int) -> dict | None:
@@ -326,6 +338,7 @@ def report(out: Path, drivers: list[str]) -> str:
     )
     rows, commands, versions, targets, overrides = [], [], None, set(), set()
     ours_settings: set[tuple[str, ...]] = set()
+    layouts: dict[str, set[str]] = {}
     verdicts: dict[str, list[tuple[int, str, float | None, bool | None]]] = {}
     for learner, seed in found:
         o, f = _ours(out, learner, seed), _fsrl(out, learner, seed)
@@ -338,6 +351,7 @@ def report(out: Path, drivers: list[str]) -> str:
                 targets.add((x["target"]["reward"], x["target"]["cost"], x["episodes"]))
         if o is not None:
             ours_settings.add(tuple(o["settings"]))
+            layouts.setdefault(learner, set()).add(_layout(learner, o["layout"]))
         if f is not None:
             versions = f["versions"]
             overrides.add(tuple(f["overrides"]))
@@ -350,9 +364,10 @@ def report(out: Path, drivers: list[str]) -> str:
         f"Task {ENV}. Criterion: the first snapshot whose {te} deterministic episodes have mean "
         f"reward >= {tr:g} and mean cost <= {tc:g}; time from the launch of the training "
         "process (interpreter start, imports and env start-up included) to the end of the "
-        "update that produced the snapshot. Snapshots: ours one per epoch, FSRL's one per the "
-        "same number of env steps (see Differences). Evaluation time is not counted. Train "
-        "steps/s: env steps over the training's wall time; CPU s per 1k steps: the training's "
+        "update that produced the snapshot. Snapshots: ours one per `checkpoint_every` epochs "
+        "(the layout below), FSRL's one per the same number of env steps (see Differences). "
+        "Evaluation time is not counted. Train steps/s: env steps over the training's wall "
+        "time; CPU s per 1k steps: the training's "
         "user + system CPU, env worker processes included (less sensitive to load than wall "
         "time, but torch's threads spin when cores are short: FSRL's CVPO with 2 threads used "
         "8x the CPU per step on a loaded machine; on 2 cores the wall time cannot be below "
@@ -386,6 +401,13 @@ def report(out: Path, drivers: list[str]) -> str:
             + (", ".join(" ".join(o) or "none" for o in sorted(overrides)))
             + ". "
             + INSTALL,
+            "",
+        ]
+    if layouts:
+        lines += [
+            "Ours' layout (each run's recorded settings; one torch thread): "
+            + "; ".join(line for learner in layouts for line in sorted(layouts[learner]))
+            + ".",
             "",
         ]
     if any(ours_settings):
@@ -423,16 +445,16 @@ Different, by design (each library with its own defaults):
   script's config class for the task (`Bullet1MCfg` for CarRun) with FSRL's defaults, among
   them cost limit 10 (the criterion still asks cost <= 5), 4 torch threads on this machine,
   and FSRL's vector env (`ShmemVectorEnv`, one subprocess per env: 20 for PPOL/FOCOPS, 10 for
-  CVPO, 2 for SAC-Lag, plus 2 test envs). Ours: 20 envs (SAC-Lag: 2) in 2 worker processes,
+  CVPO, 2 for SAC-Lag, plus 2 test envs). Ours: the envs and workers of "Ours' layout" above,
   1 torch thread.
 - **Work inside the clock.** FSRL's trainer runs its own 2-episode test after every FSRL
   epoch and logs to TensorBoard (its example logs to wandb instead; this benchmark uses FSRL's
   TensorBoard logger so that nothing goes over the network); ours writes metrics.csv,
   TensorBoard and an agent checkpoint every epoch. Both sides' snapshot saving is in the clock.
-- **Snapshot points.** Ours: every `checkpoint_every` epochs of the preset (every epoch; SAC-Lag:
-  every 25 epochs of 400 steps). FSRL: right after the first policy update at or past each
-  multiple of `--snapshot-every` env steps (default ours' spacing: 4,000 for PPOL/FOCOPS, 10,000
-  for SAC-Lag/CVPO); an FSRL update follows a whole collect
+- **Snapshot points.** Ours: every `checkpoint_every` epochs of the preset ("Ours' layout"
+  above). FSRL: right after the first policy update at or past each multiple of
+  `--snapshot-every` env steps (default: ours' spacing for the learner); an FSRL update follows a
+  whole collect
   (`episode_per_collect` episodes: 4,000 steps for PPOL/FOCOPS, 400 for SAC-Lag, 2,000 for
   CVPO), so FSRL's snapshots can fall up to one collect past the multiple.
 - **Training budget.** Both stop at `--max-env-steps` (ours: the epochs that reach it, at most

@@ -193,3 +193,35 @@ def test_report_keeps_a_seed_ours_missed_in_the_summary(tmp_path: Path) -> None:
         "Ours' overrides of its preset (`--ours-set`, as `robustsafe train --set`): none; "
         "sac.learn_alpha=true, sac.alpha=0.005." in text
     )
+
+
+def test_report_states_ours_layout_from_the_runs(tmp_path: Path) -> None:
+    """The report's statement of ours' envs and snapshot spacing comes from each run's JSON (not
+    from text in the script), and says so when a run did not record it."""
+    drv = _module("speed_vs_fsrl")
+    seed = {
+        "first_meeting_target": None,
+        "final": {"reward_mean": 490.0, "cost_mean": 0.0},
+        "train_env_steps": 100_000,
+        "train_steps_per_s": 300.0,
+    }
+    base = {"command": "c", "target": {"reward": 500.0, "cost": 5.0}, "episodes": 50}
+    sac = dict(
+        base,
+        seeds=[seed],
+        layout=dict(num_envs=2, workers=0, steps_per_epoch=400, checkpoint_every=25),
+    )
+    ppol = dict(
+        base,
+        seeds=[seed],
+        layout=dict(num_envs=20, workers=2, steps_per_epoch=4000, checkpoint_every=1),
+    )
+    _write(tmp_path / "ours" / "sac-lag-seed0" / "sac-lag_SafetyCarRun-v0.json", sac)
+    _write(tmp_path / "ours" / "ppol-seed3" / "ppol_SafetyCarRun-v0.json", ppol)
+    _write(tmp_path / "ours" / "cvpo-seed0" / "cvpo_SafetyCarRun-v0.json", dict(base, seeds=[seed]))
+    text = drv.report(tmp_path, [])
+    assert (
+        "ppol: 20 envs in 2 worker processes, epochs of 4,000 steps, a snapshot every epoch; "
+        "sac-lag: 2 envs in the main process, epochs of 400 steps, a snapshot every 25 epochs "
+        "(10,000 steps); cvpo: not recorded" in text
+    )
