@@ -240,7 +240,13 @@ OFF_POLICY_ALGOS = ("sac-lag", "cvpo")
 
 def check_algo(algo: str) -> None:
     if algo not in ALGOS:
-        raise ValueError(f"unknown learner (--algo) {algo!r}; accepted: {', '.join(ALGOS)}")
+        hint = ""
+        if algo.startswith("sac-lag:"):  # the grid's form given to one run
+            hint = (
+                f" (one run's entropy weight: --algo sac-lag --set sac.alpha={algo[8:]}; "
+                "sac-lag:ALPHA is the grid's --algos form)"
+            )
+        raise ValueError(f"unknown learner (--algo) {algo!r}; accepted: {', '.join(ALGOS)}" + hint)
 
 
 def split_algo(entry: str) -> tuple[str, tuple[str, ...]]:

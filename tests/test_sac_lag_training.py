@@ -88,6 +88,16 @@ def test_sac_alpha_is_set_from_the_command_line(tmp_path):
     assert load_agent(run).config.sac.alpha == 0.01
 
 
+def test_train_names_the_alpha_setting_for_the_grids_learner_form(tmp_path, capsys):
+    """``train --algo sac-lag:0.1`` (the grid's form) is refused with the one-run equivalent."""
+    from robustsafe.cli import main
+
+    assert main(["train", "--algo", "sac-lag:0.1", "--env", TOY, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--algo sac-lag --set sac.alpha=0.1;" in err[0]
+    assert not (tmp_path / "config.yaml").exists()
+
+
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])
 def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
     full, cut = full_and_resumed(sac_train, tmp_path, mode)
