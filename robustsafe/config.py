@@ -242,8 +242,9 @@ def check_algo(algo: str) -> None:
     if algo not in ALGOS:
         hint = ""
         if algo.startswith("sac-lag:"):  # the grid's form given to one run
+            alpha = algo.partition(":")[2]
             hint = (
-                f" (one run's entropy weight: --algo sac-lag --set sac.alpha={algo[8:]}; "
+                f" (one run's entropy weight: --algo sac-lag --set sac.alpha={alpha}; "
                 "sac-lag:ALPHA is the grid's --algos form)"
             )
         raise ValueError(f"unknown learner (--algo) {algo!r}; accepted: {', '.join(ALGOS)}" + hint)
