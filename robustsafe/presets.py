@@ -42,43 +42,48 @@ from robustsafe.pid import PIDConfig
 
 # Per task, from the paper's appendix C.7 and the authors' code: epochs, steps per epoch, actor
 # lr, network, learner overrides, attack budget and the exponential schedule's start / decay.
+# The original code sets the budget after each epoch for the next one, with epochs counted from
+# 0: its epoch n (counted from 1, as here) trains at eps(1 - exp(-5 (n - 2 - start) / decay)).
+# ``schedule_start`` is therefore its start plus _ORIGINAL_LAG, so that every epoch trains at the
+# original's budget (CarRun: first attacked epoch 23, as in the original).
+_ORIGINAL_LAG = 2
 _PAPER_TASKS: dict[str, dict[str, Any]] = {
     "SafetyCarRun-v0": dict(
         epochs=100,
         steps_per_epoch=40_000,
         ppo=dict(actor_lr=3e-4),
-        robust=dict(epsilon=0.05, schedule_start=20, schedule_length=30),
+        robust=dict(epsilon=0.05, schedule_start=_ORIGINAL_LAG + 20, schedule_length=30),
     ),
     "SafetyCarCircle-v0": dict(
         epochs=100,
         steps_per_epoch=42_000,
         ppo=dict(actor_lr=3e-4, hidden=(256, 256)),
-        robust=dict(epsilon=0.05, schedule_start=50, schedule_length=100),
+        robust=dict(epsilon=0.05, schedule_start=_ORIGINAL_LAG + 50, schedule_length=100),
     ),
     "SafetyDroneRun-v0": dict(
         epochs=250,
         steps_per_epoch=80_000,
         ppo=dict(actor_lr=2e-4, hidden=(256, 256), clip_ratio=0.15, target_kl=0.005),
-        robust=dict(epsilon=0.025, schedule_start=20, schedule_length=80),
+        robust=dict(epsilon=0.025, schedule_start=_ORIGINAL_LAG + 20, schedule_length=80),
     ),
     "SafetyDroneCircle-v0": dict(
         epochs=500,
         steps_per_epoch=60_000,
         ppo=dict(actor_lr=3e-4, hidden=(256, 256)),
-        robust=dict(epsilon=0.025, schedule_start=100, schedule_length=100),
+        robust=dict(epsilon=0.025, schedule_start=_ORIGINAL_LAG + 100, schedule_length=100),
     ),
     "SafetyAntRun-v0": dict(
         epochs=250,
         steps_per_epoch=80_000,
         ppo=dict(actor_lr=5e-4, hidden=(256, 256)),
-        robust=dict(epsilon=0.025, schedule_start=50, schedule_length=80),
+        robust=dict(epsilon=0.025, schedule_start=_ORIGINAL_LAG + 50, schedule_length=80),
     ),
     "SafetyAntCircle-v0": dict(
         epochs=800,
         steps_per_epoch=80_000,
         episode_steps=300,
         ppo=dict(actor_lr=5e-4, hidden=(256, 256), actor_passes=160),
-        robust=dict(epsilon=0.025, schedule_start=150, schedule_length=300),
+        robust=dict(epsilon=0.025, schedule_start=_ORIGINAL_LAG + 150, schedule_length=300),
     ),
 }
 # Episode lengths: Bullet-Safety-Gym 1.4.0's, which are the paper's on every task but two.

@@ -4,10 +4,12 @@ A strong adversary from the first epoch stops the learner from exploring, so the
 from 0 to ``epsilon`` after a start epoch. Two forms:
 
 - ``linear`` (the paper): eps_n = epsilon * min(1, (n - start) / length) for n >= start;
-- ``exp`` (the original code): eps_n = epsilon * (1 - exp(-5 (n - start) / length));
+- ``exp`` (the original code's form): eps_n = epsilon * (1 - exp(-5 (n - start) / length));
 - ``constant``: epsilon from the first epoch.
 
-Before ``start`` the budget is 0. Epochs are counted from 1.
+Before ``start`` the budget is 0. Epochs are counted from 1. The original code sets each
+budget after the epoch before (counting from 0), two epochs behind this numbering; the ``paper``
+presets add those two epochs to its starts (``robustsafe.presets``).
 """
 
 from __future__ import annotations

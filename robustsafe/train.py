@@ -64,7 +64,7 @@ _MULTIPLIER_NAMES = {"ppol": "lam", "focops": "nu", "sac-lag": "lam", "cvpo": "l
 
 def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
     """A schedule that is far from the full budget at the last epoch trains below the
-    evaluation budget (the original CarCircle schedule ends at 92% of it)."""
+    evaluation budget (the original CarCircle schedule ends at 91% of it)."""
     r = cfg.robust
     scheduled = r.mode == "random" or r.mode.startswith("adv-")
     final = epsilon_at(cfg.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)

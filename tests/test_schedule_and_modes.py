@@ -30,6 +30,40 @@ def test_exp_schedule_is_the_original_form():
         epsilon_at(3, 0.05, "cosine", 20, 30)
 
 
+def _original_code_budgets(epochs, epsilon, start, decay):
+    """The original code's budgets, its way: epochs counted from 0, and after epoch e the budget
+    of the next epoch is set to 0 if e < start, else eps (1 - exp(-5 (e - start) / decay))."""
+    budgets, current = [], 0.0
+    for e in range(epochs):
+        budgets.append(current)  # epoch e trains at the budget set after epoch e - 1
+        current = 0.0 if e < start else epsilon * (1 - math.exp(-5 * (e - start) / decay))
+    return budgets
+
+
+@pytest.mark.parametrize(
+    "env_id, start, decay",
+    [
+        ("SafetyCarRun-v0", 20, 30),
+        ("SafetyCarCircle-v0", 50, 100),
+        ("SafetyDroneRun-v0", 20, 80),
+        ("SafetyDroneCircle-v0", 100, 100),
+        ("SafetyAntRun-v0", 50, 80),
+        ("SafetyAntCircle-v0", 150, 300),
+    ],
+)
+def test_paper_presets_train_every_epoch_at_the_original_codes_budget(env_id, start, decay):
+    # the original's start / decay per task; its epoch e (from 0) is our epoch e + 1
+    cfg = preset(env_id, "paper", mode="adv-mc")
+    r = cfg.robust
+    ours = [
+        epsilon_at(n, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+        for n in range(1, cfg.epochs + 1)
+    ]
+    assert ours == pytest.approx(_original_code_budgets(cfg.epochs, r.epsilon, start, decay))
+    first = next(n for n, eps in enumerate(ours, start=1) if eps > 0)
+    assert first == start + 3  # CarRun: epoch 23 of 100
+
+
 def test_shared_std_gaussian_kl_hand_value():
     # means differ by (1, 2), std 0.5 -> (1 + 4) / (2 * 0.25) = 10
     kl = gaussian_kl(
