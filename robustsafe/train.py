@@ -370,7 +370,9 @@ def _off_policy_epoch(
     parts: list[CollectResult] = []
     sums: dict[str, float] = {}
     steps = 0
-    owed = 0.0  # gradient steps due but not yet taken (fractional ratios carry over)
+    # gradient steps due but not yet taken: a fraction carries over to the epoch's next chunk,
+    # and is dropped at the epoch's end (none is left with the presets' whole-number ratios)
+    owed = 0.0
     t_update = 0.0
     done = 0
     while done < cfg.rollout_length:
