@@ -361,7 +361,10 @@ class VectorEnv:
                 "its entry point with `if __name__ == '__main__':`"
             ) from None
         if status == "error":
-            raise RuntimeError(f"environment worker failed:\n{payload}")
+            is_value_error, message, trace = payload
+            if is_value_error:  # bad input (an env id, a seed): the same error as without workers
+                raise ValueError(message)
+            raise RuntimeError(f"environment worker failed:\n{trace}")
         return payload
 
     def _call(self, cmd: str, arg: Any = None) -> list[Any]:
@@ -462,14 +465,19 @@ class VectorEnv:
         self.close()
 
 
-def _worker(pipe: Any, env_id: str, seed: int, indices: list[int], kwargs: dict) -> None:
+def _error_reply(err: Exception) -> tuple[str, tuple[bool, str, str]]:
+    """A worker's report of ``err``: whether it is a ValueError, its message, its traceback."""
     import traceback
 
+    return ("error", (isinstance(err, ValueError), str(err), traceback.format_exc()))
+
+
+def _worker(pipe: Any, env_id: str, seed: int, indices: list[int], kwargs: dict) -> None:
     try:
         group = _EnvGroup(env_id, seed, indices, kwargs)
         pipe.send(("ok", group.spaces()))
-    except Exception:  # report construction errors to the parent instead of hanging it
-        pipe.send(("error", traceback.format_exc()))
+    except Exception as err:  # report construction errors to the parent instead of hanging it
+        pipe.send(_error_reply(err))
         return
     while True:
         try:
@@ -490,6 +498,6 @@ def _worker(pipe: Any, env_id: str, seed: int, indices: list[int], kwargs: dict)
                 break
         except (BrokenPipeError, ConnectionResetError):  # the parent is gone
             break
-        except Exception:
-            pipe.send(("error", traceback.format_exc()))
+        except Exception as err:
+            pipe.send(_error_reply(err))
     group.close()

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -50,6 +51,17 @@ def test_evaluate_errors(toy_run, tmp_path, capsys):
     assert main([*args, "--env", "NoSuchEnv-v0", "--allow-other-env"]) == 2
     assert "SafetyCarRun-v0" in capsys.readouterr().err
     assert main([*args, "--episodes", "0"]) == 2
+    capsys.readouterr()
+    # the same one-line errors when the envs run in worker processes
+    workers = ["evaluate", "--run", str(toy_run), "--env-workers", "2", "--num-envs", "2"]
+    assert main([*workers, "--episodes", "2", "--env", "NoSuchEnv-v0", "--allow-other-env"]) == 2
+    err = capsys.readouterr().err
+    assert "SafetyCarRun-v0" in err and len(err.strip().splitlines()) == 1
+    zoo_agent = Path(__file__).parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla"  # a real env
+    workers[2] = str(zoo_agent)
+    assert main([*workers, "--episodes", "2", "--seed", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "seed must be a non-negative integer" in err and len(err.strip().splitlines()) == 1
 
 
 def test_evaluate_refuses_xi_outside_0_1_and_an_empty_attack_list(toy_run, capsys):

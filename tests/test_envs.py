@@ -151,8 +151,16 @@ def test_bad_vector_arguments(toy_env_id):
 
 @pytest.mark.slow
 def test_worker_errors_reach_the_parent():
-    with pytest.raises(RuntimeError, match="worker failed"):
+    # bad input (a ValueError in the worker) is the same one-line ValueError as without workers
+    with pytest.raises(ValueError) as in_process:
+        VectorEnv("SafetyCarJump-v0", 1, workers=0)
+    with pytest.raises(ValueError) as in_workers:
         VectorEnv("SafetyCarJump-v0", 2, workers=2)
+    assert str(in_workers.value) == str(in_process.value)
+    assert "Traceback" not in str(in_workers.value)
+    # any other failure comes back with the worker's traceback
+    with pytest.raises(RuntimeError, match="worker failed:(.|\n)*Traceback(.|\n)*no_such_kwarg"):
+        VectorEnv("SafetyCarRun-v0", 2, workers=2, env_kwargs={"no_such_kwarg": 1})
 
 
 @pytest.mark.slow
