@@ -501,7 +501,12 @@ def from_dict(cls: type, data: dict[str, Any], where: str = "") -> Any:
     try:
         return cls(**kwargs)
     except ValueError as err:  # the dataclass's own check: say which group it is in
-        raise ValueError(f"{where}{err}" if where else str(err)) from None
+        message = str(err)
+        if where and message.split(" ", 1)[0] in known:  # "lr must be > 0" -> "sac.lr must..."
+            message = f"{where}{message}"
+        elif where:
+            message = f"{where.rstrip('.')}: {message}"
+        raise ValueError(message) from None
 
 
 def _coerce(hint: Any, value: Any, where: str) -> Any:

@@ -90,6 +90,25 @@ def _settings(*argv: str):
     return train_settings(build_parser().parse_args(["train", *argv]))
 
 
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("critics.batch_size=0", "critics.batch_size must be > 0, got 0"),
+        ("critics.updates_per_epoch=0", "critics.updates_per_epoch must be > 0, got 0"),
+        ("critics.replay_size=-1", "critics.replay_size must be > 0, got -1"),
+        ("critics.gamma=5", "critics.gamma must be in [0, 1), got 5.0"),
+        ("pid.cost_limit=-5", "pid.cost_limit must be >= 0, got -5.0"),
+        ("pid.kp=-1", "pid.kp must be >= 0 (a PID gain), got -1.0"),
+        ("robust.schedule=foo", "robust: unknown schedule 'foo'"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_setting(item, message):
+    # refused while the settings are read, before any run directory or env exists
+    with pytest.raises(CLIError) as err:
+        _settings("--set", item)
+    assert str(err.value).startswith(message)
+
+
 def test_config_file_precedence_preset_then_file_then_options(tmp_path):
     base = preset("SafetyCarRun-v0", DEFAULT_PRESET)
     file = tmp_path / "settings.yaml"
