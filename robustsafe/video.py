@@ -155,6 +155,36 @@ def write_video(frames: Sequence[np.ndarray], path: Path, fps: int) -> Path:
     return path
 
 
+def _stem(name: str, epsilon: float) -> str:
+    return f"natural-vs-{name.replace(':', '')}-eps{epsilon:g}"
+
+
+def check_video_request(
+    attacks: Sequence[str],
+    epsilon: float,
+    out_dir: str | Path,
+    episodes: int = 1,
+    fps: int = 30,
+) -> list[str]:
+    """The attackers a video request records (``none`` dropped, each once), checked before any
+    episode runs: ValueError if there is none, ``epsilon`` or ``episodes`` or ``fps`` is not
+    positive, or ``out_dir`` is a file. Videos of the same names are replaced (derived files:
+    docs/guarantees.md)."""
+    attackers = [a for a in dict.fromkeys(attacks) if a != "none"]
+    if not attackers:
+        raise ValueError("a video needs an attacker (--attacks), not only 'none'")
+    if not epsilon > 0:
+        raise ValueError(f"a video needs an epsilon > 0, got {epsilon}")
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if fps < 1:
+        raise ValueError(f"the frame rate must be >= 1 frame per second, got {fps}")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} is a file, not a directory")
+    return attackers
+
+
 def record_videos(
     agent: Any,
     env_id: str,
@@ -171,16 +201,10 @@ def record_videos(
     render: Callable[[SafeEnv], np.ndarray] = bullet_render,
 ) -> list[Path]:
     """One video per attacker (``none`` skipped) of the first ``episodes`` paired episodes;
-    returns the paths. ValueError if there is no attacker or ``epsilon`` is not > 0."""
+    returns the paths. ValueError from ``check_video_request`` before any episode runs."""
     from robustsafe.evaluate import evaluate_agent
 
-    attackers = [a for a in dict.fromkeys(attacks) if a != "none"]
-    if not attackers:
-        raise ValueError("a video needs an attacker (--attacks), not only 'none'")
-    if not epsilon > 0:
-        raise ValueError(f"a video needs an epsilon > 0, got {epsilon}")
-    if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    attackers = check_video_request(attacks, epsilon, out_dir, episodes, fps)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     vec = VectorEnv(env_id, 1, seed=seed, workers=0, env_kwargs=env_kwargs)
@@ -210,8 +234,7 @@ def record_videos(
         frames = [
             f for n, a in zip(natural, attacked, strict=True) for f in side_by_side(n, a, title)
         ]
-        stem = f"natural-vs-{name.replace(':', '')}-eps{epsilon:g}"
-        paths.append(write_video(frames, out / f"{stem}.mp4", fps))
+        paths.append(write_video(frames, out / f"{_stem(name, epsilon)}.mp4", fps))
     return paths
 
 

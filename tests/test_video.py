@@ -86,9 +86,21 @@ def test_video_frames_pair_natural_and_attacked(toy_agent_dir, toy_env_id, tmp_p
 def test_cli_video_checks_before_evaluating(toy_agent_dir, tmp_path, capsys):  # noqa: F811
     base = ["evaluate", "--run", str(toy_agent_dir), "--env-workers", "0", "--episodes", "1"]
     assert main([*base, "--attacks", "none", "--video", str(tmp_path / "v")]) == 2
-    assert "--video needs an attacker" in capsys.readouterr().err
-    args = [*base, "--attacks", "none,mc", "--eps", "0.1", "--video", str(tmp_path / "v")]
-    assert main([*args, "--no-progress"]) == 2  # the toy env draws no picture
+    assert "--video: a video needs an attacker" in capsys.readouterr().err
+    args = [*base, "--attacks", "none,mc", "--eps", "0.1", "--no-progress"]
+    video = ["--video", str(tmp_path / "v")]
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    for extra, words in [
+        ([*video, "--video-fps", "0"], "the frame rate must be >= 1 frame per second, got 0"),
+        (["--video", str(notes)], f"{notes} is a file, not a directory"),
+    ]:
+        assert main([*args, *extra]) == 2
+        printed = capsys.readouterr()
+        assert f"--video: {words}" in printed.err
+        assert "reward" not in printed.out  # refused before evaluating (no table printed)
+    assert notes.read_text() == "mine"
+    assert main([*args, *video]) == 2  # the toy env draws no picture
     assert "renders no RGB frame" in capsys.readouterr().err
 
 

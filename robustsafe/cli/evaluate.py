@@ -82,10 +82,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CLIError(str(err)) from None
     if args.video is not None:  # before any episode runs
-        if not any(a != "none" for a in attacks) or max(epsilons) <= 0:
-            raise CLIError("--video needs an attacker (--attacks) and an epsilon > 0 (--eps)")
-        if args.video_episodes < 1:
-            raise CLIError(f"--video-episodes must be >= 1, got {args.video_episodes}")
+        from robustsafe.video import check_video_request
+
+        try:
+            check_video_request(
+                attacks, max(epsilons), args.video, args.video_episodes, args.video_fps
+            )
+        except ValueError as err:
+            raise CLIError(f"--video: {err}") from None
     num_envs = min(args.num_envs, args.episodes)
     vec = _open_vec_env(args, env_id, num_envs, agent.config.env_kwargs)
     n_runs = 1 + sum(len([e for e in epsilons if e > 0]) for a in attacks if a != "none")
