@@ -85,6 +85,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
             cpus_per_run=args.cpus_per_run,
             appendix_attacks=appendix_attacks,
             xi_sweep=xi_sweep,
+            keep_saved_settings=args.keep_saved_settings,
         )
         if args.dry_run:
             from robustsafe.experiments.compute import format_cost
@@ -231,6 +232,12 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
         help="envs of each evaluation (evaluate --num-envs)",
     )
     g.add_argument("--no-eval", action="store_true", help="train only")
+    g.add_argument(
+        "--keep-saved-settings",
+        action="store_true",
+        help="go on with runs in --out that hold other settings than the grid's (resumed and "
+        "skipped as saved); without it the grid refuses them (--epochs never counts)",
+    )
     g.add_argument(
         "--backend",
         default="local",

@@ -227,9 +227,16 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
     assert [r.train for r in run_grid(spec, log=lambda s: None)] == ["skipped"] * 2
     assert not lock.exists()
 
-    # a run holding other settings than the grid's is noted
+    # a run holding other settings than the grid's is noted, and refused before anything runs
     changed = dataclasses.replace(spec, train_args=(*spec.train_args, "--set", "ppo.actor_lr=1"))
     assert all("ppo.actor_lr" in p.note for p in plan_grid(changed))
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match=r"2 run\(s\) in .* other settings .*ppo\.actor_lr"):
+        run_grid(changed, log=lambda s: None)
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
+    kept = dataclasses.replace(changed, keep_saved_settings=True)
+    assert [r.train for r in run_grid(kept, log=lambda s: None)] == ["skipped"] * 2
+    assert load_run_config(second[0].run_dir).ppo.actor_lr != 1
 
     # 5. the table of the grid's directory has both methods
     paths = write_tables(out, tmp_path / "table")

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from robustsafe.experiments.grid.commands import evaluate_command, extra_command, train_command
-from robustsafe.experiments.grid.plan import PlannedRun, RunResult, plan_grid
+from robustsafe.experiments.grid.plan import (
+    PlannedRun,
+    RunResult,
+    check_saved_settings,
+    plan_grid,
+)
 from robustsafe.experiments.grid.spec import Action, EvalStatus, GridSpec, TrainStatus, check_envs
 from robustsafe.experiments.launchers import RUN_LOST, make_launcher
 
@@ -99,7 +104,8 @@ def run_grid(
     evaluation is reported in its result (exit status, last lines of its log) and in
     ``log``; the others go on. ``dry_run=True`` only plans (``train``/``evaluation``
     ``pending`` where work would run). Raises ValueError, before any process starts, when
-    ``train_args`` are invalid or an environment with work to do cannot be created.
+    ``train_args`` are invalid, an environment with work to do cannot be created, or a run in
+    ``spec.out`` holds other settings than the grid's (``check_saved_settings``).
     If interrupted (KeyboardInterrupt), the running processes are stopped; calling again
     resumes where the grid stopped.
     """
@@ -127,6 +133,7 @@ def run_grid(
         s.extra.update((name, "pending") for name in s.plan.extra)
     if dry_run:
         return [s.result() for s in states]
+    check_saved_settings(spec, plan)
 
     with _GridLock(spec.out):
         launcher = make_launcher(spec.backend, spec.workers, spec.cpus_per_run)

@@ -42,6 +42,7 @@ class PlannedRun:
     note: str = ""
     extra: tuple[str, ...] = ()  # extra evaluation files to write (eval-appendix.json, ...)
     algo: str = "ppol"
+    settings_differ: tuple[str, ...] = ()  # the saved settings that are not the grid's
 
     @property
     def label(self) -> str:
@@ -107,17 +108,27 @@ def _plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str) -> P
         )
     done = status[0] if status is not None else 0
     epsilon = saved.robust.epsilon
-    differ = _settings_difference(saved, wanted)
+    differ = tuple(_settings_difference(saved, wanted))
     if differ:
         notes.append(
             "the run's saved settings differ from the grid's in "
             + ", ".join(differ)
-            + " (a resume keeps the saved ones)"
+            + (" (kept: --keep-saved-settings)" if spec.keep_saved_settings else "")
         )
     if done < target:
         note = "; ".join(notes)
         return PlannedRun(
-            env_id, mode, seed, run, "resume", done, target, spec.evaluate, epsilon, note
+            env_id,
+            mode,
+            seed,
+            run,
+            "resume",
+            done,
+            target,
+            spec.evaluate,
+            epsilon,
+            note,
+            settings_differ=differ,
         )
     if done > target:
         notes.append(f"holds {done} epochs, more than the {target} planned")
@@ -133,6 +144,23 @@ def _plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str) -> P
         spec.evaluate and not current,
         epsilon,
         "; ".join(notes),
+        settings_differ=differ,
+    )
+
+
+def check_saved_settings(spec: GridSpec, plan: list[PlannedRun]) -> None:
+    """ValueError if a run in ``spec.out`` holds other settings than the grid asks for (the
+    grid would go on with the saved ones: results of settings nobody asked for), unless
+    ``spec.keep_saved_settings``."""
+    differ = [p for p in plan if p.settings_differ]
+    if not differ or spec.keep_saved_settings:
+        return
+    first = differ[0]
+    raise ValueError(
+        f"{len(differ)} run(s) in {spec.out} were trained with other settings than this "
+        f"grid's (first: {first.env_id} {first.label} seed {first.seed}, in "
+        f"{', '.join(first.settings_differ)}); use another --out for the new settings, or "
+        "--keep-saved-settings to go on with the saved ones"
     )
 
 

@@ -159,6 +159,11 @@ class GridSpec:
         PPOL-vanilla and ADV-PPOL(MC/MR)) into ``<run>/eval-appendix.json`` (same episodes,
         seed and epsilon as ``eval.json``, which stays as it is). Empty: none. PPOL's runs
         only, like the xi sweep.
+    keep_saved_settings
+        A run already in ``out`` that holds other settings than the grid's (another preset,
+        ``--set``, code defaults since changed) makes the grid refuse before it starts
+        anything; True goes on with the saved settings (a resume keeps them, a finished run is
+        skipped). ``--epochs`` and the workers never count as other settings.
     xi_sweep, xi_modes
         AMAD's xi values for the appendix's MAD/AMAD figure (``robustsafe xi-sweep``), for the
         runs of ``xi_modes`` (default PPOL-vanilla), into ``<run>/eval-xi.json``. Empty: none.
@@ -184,6 +189,7 @@ class GridSpec:
     appendix_modes: tuple[str, ...] = ("vanilla", "adv-mc", "adv-mr")
     xi_sweep: tuple[float, ...] = ()
     xi_modes: tuple[str, ...] = ("vanilla",)
+    keep_saved_settings: bool = False
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalise in place (frozen)
