@@ -251,7 +251,16 @@ RUN_FILES = (
     "eval.json",
     "eval_sweep.csv",
     "eval_sweep.png",
+    "eval_sweep.pdf",
 )
+_RUN_DIRS = ("checkpoints", "tb")
+
+
+def run_files_text(names: tuple[str, ...] = RUN_FILES) -> str:
+    """``names`` as a list for a message, folders with a slash (``checkpoints/``)."""
+    return ", ".join(f"{n}/" if n in _RUN_DIRS else n for n in names)
+
+
 # What a run that died before its first epoch ended leaves (with the grid's log): restartable.
 _RESTARTABLE = {LOCK_NAME, "config.yaml", "provenance.json", "tb", "train.log", TIMINGS_NAME}
 
@@ -321,10 +330,11 @@ def check_fresh(out: Path, force: bool) -> None:
         except ValueError:
             pass
     shown = ", ".join(sorted(names - {LOCK_NAME})[:5])
+    doomed = tuple(n for n in RUN_FILES if n in names)
+    what = f"the run files there ({run_files_text(doomed)})" if doomed else "no file there"
     raise FileExistsError(
         f"{out} is not empty ({shown}) and holds no resumable run; choose another --out, or "
-        "pass --force to delete the run files there (config.yaml, metrics.csv, agent.pt, "
-        "state.pt, checkpoints/, tb/, ...) and start a new run"
+        f"pass --force to delete {what}, keep the others, and start a new run"
     )
 
 

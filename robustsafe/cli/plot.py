@@ -136,7 +136,9 @@ def add_xi_sweep(sub: argparse._SubParsersAction) -> None:
         choices=("raw", "normalized"),
         help="units of epsilon: raw observations (paper) or normaliser std",
     )
-    xs.add_argument("--out", help="JSON file (default: RUN/eval-xi.json)")
+    xs.add_argument(
+        "--out", help="JSON file (default: eval-xi.json in RUN, or beside RUN if it is a file)"
+    )
     xs.add_argument("--force", action="store_true", help="replace an existing --out file")
     xs.add_argument("--num-envs", type=int, default=10, help="parallel environments")
     add_env_workers_option(xs, default=2)

@@ -10,6 +10,7 @@ from pathlib import Path
 from robustsafe.cli._common import CLIError, add_env_workers_option
 from robustsafe.config import TrainConfig
 from robustsafe.presets import PRESETS, resolve
+from robustsafe.rundir import run_files_text
 
 # The --preset of train and grid when none is given: the quickstart's.
 DEFAULT_PRESET = "fast"
@@ -234,9 +235,8 @@ def add_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--force",
         action="store_true",
-        help="new run: delete the run files already in --out (config.yaml, metrics.csv, "
-        "agent.pt, state.pt, checkpoints/, tb/, eval.json) and start over; --resume: go on "
-        "even though metrics.csv is missing",
+        help=f"new run: delete the run files already in --out ({run_files_text()}; any other "
+        "file stays) and start over; --resume: go on even though metrics.csv is missing",
     )
     add_env_workers_option(
         t,
@@ -246,7 +246,7 @@ def add_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--num-envs",
         type=int,
-        help="parallel environments (default: the preset's: 20, 5 for sac-lag under fast)",
+        help="parallel environments (default: the preset's: 20, 2 for sac-lag under fast)",
     )
     t.add_argument("--obs-norm", action="store_true", help="observation normaliser (off: paper)")
     t.add_argument(

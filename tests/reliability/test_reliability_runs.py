@@ -128,8 +128,13 @@ def test_a_foreign_directory_is_refused_in_one_line(tmp_path, capsys):
     out = tmp_path / "data"
     out.mkdir()
     (out / "metrics.csv").write_text("step,loss\n1,0.5\n")
+    (out / "tb").mkdir()
+    (out / "notes.txt").write_text("mine")
     assert cli_train(out, "--epochs", "1") == 2
-    assert one_line_error(capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert one_line_error(err)
+    # it names exactly what --force would delete: the run files present, not notes.txt
+    assert "pass --force to delete the run files there (metrics.csv, tb/), keep the others" in err
     assert (out / "metrics.csv").read_text() == "step,loss\n1,0.5\n"
     (tmp_path / "plain").write_text("x")
     assert cli_train(tmp_path / "plain", "--epochs", "1") == 2
