@@ -17,6 +17,24 @@ class CLIError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+def run_agent_env(args: argparse.Namespace, agent, doing: str) -> str:
+    """The env id a ``--run`` agent acts in (``--env``, else its own task); CLIError for
+    another task unless ``--allow-other-env``. ``doing``: what it would do there."""
+    env_id = args.env or agent.config.env_id
+    if env_id != agent.config.env_id and not args.allow_other_env:
+        raise CLIError(
+            f"the agent was trained on {agent.config.env_id}, not {env_id}: {doing} a task it "
+            "never saw. Pass --allow-other-env to go on anyway"
+        )
+    return env_id
+
+
+def add_allow_other_env_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--allow-other-env", action="store_true", help=f"{what} on an --env other than its own"
+    )
+
+
 def parse_epsilons_quietly(text: str) -> list[float]:
     """The epsilons of ``--eps``, or [] if it does not parse (reported later, in order)."""
     from robustsafe.evaluate import parse_epsilons

@@ -13,8 +13,10 @@ from robustsafe.cli._common import (
     _open_vec_env,
     _sweep_files,
     _write_or_keep,
+    add_allow_other_env_option,
     add_env_workers_option,
     parse_epsilons_quietly,
+    run_agent_env,
     set_deterministic_action,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
@@ -49,12 +51,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _evaluate_foreign(args)
     agent = _load_run_agent(args.run)
     set_deterministic_action(agent, args.deterministic_action)
-    env_id = args.env or agent.config.env_id
-    if env_id != agent.config.env_id and not args.allow_other_env:
-        raise CLIError(
-            f"the agent was trained on {agent.config.env_id}, not {env_id}: its numbers there "
-            "would describe a task it never saw. Pass --allow-other-env to evaluate it anyway"
-        )
+    env_id = run_agent_env(args, agent, "its numbers there would describe")
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     attacks = _attack_list(args.attacks)
@@ -287,11 +284,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--env", help="environment id (default: the agent's)")
     e.add_argument("--out", help="JSON file to write (default: print only)")
     e.add_argument("--force", action="store_true", help="replace an existing --out file")
-    e.add_argument(
-        "--allow-other-env",
-        action="store_true",
-        help="evaluate on an --env other than the agent's own",
-    )
+    add_allow_other_env_option(e, "evaluate a --run agent")
     e.add_argument(
         "--allow-large-eps",
         action="store_true",

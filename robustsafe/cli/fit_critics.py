@@ -11,7 +11,9 @@ from robustsafe.cli._common import (
     _load_run_agent,
     _open_vec_env,
     _write_or_keep,
+    add_allow_other_env_option,
     add_env_workers_option,
+    run_agent_env,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
 
@@ -37,7 +39,7 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
         )
     out = Path(args.out) if args.out else src
     _check_output(out, args.force, "agent-critics.pt")
-    env_id = args.env or agent.config.env_id
+    env_id = run_agent_env(args, agent, "its attackers' critics would be fitted on")
     vec = _open_vec_env(args, env_id, args.num_envs, agent.config.env_kwargs)
     try:
         history = fit_critics(
@@ -127,6 +129,7 @@ def add_fit_critics(sub: argparse._SubParsersAction) -> None:
         "--force", action="store_true", help="replace --out if it exists (or the input agent)"
     )
     f.add_argument("--env", help="environment id (default: the agent's)")
+    add_allow_other_env_option(f, "fit a --run agent's critics")
     f.add_argument("--seed", type=int, default=0, help="seed of the environments")
     f.add_argument("--num-envs", type=int, default=20, help="parallel environments")
     add_env_workers_option(f, default=2)

@@ -35,3 +35,15 @@ def test_an_agent_is_not_evaluated_on_another_task_silently(cli_run, capsys):
     assert main([*args, "--env", TWIN, "--allow-other-env"]) == 0
     assert main([*args, "--env", "SafetyCarRun-v0", "--allow-other-env"]) == 2
     assert "observation size" in capsys.readouterr().err
+
+
+def test_an_agents_critics_are_not_fitted_on_another_task_silently(cli_run, tmp_path, capsys):
+    out = tmp_path / "fitted.pt"
+    args = ["fit-critics", "--run", str(cli_run), "--env-workers", "0", "--num-envs", "2"]
+    args += ["--steps", "40", "--out", str(out)]
+    assert main([*args, "--env", TWIN]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and TOY in err and "--allow-other-env" in err
+    assert not out.exists()
+    assert main([*args, "--env", TWIN, "--allow-other-env"]) == 0
+    assert out.exists()
