@@ -405,14 +405,23 @@ def check_metrics(path: Path, done: int, force: bool) -> None:
         return
     try:
         with path.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-        for row in rows:
-            int(row["epoch"])
+            reader = csv.DictReader(f)
+            rows = list(reader)
+        if reader.fieldnames is not None and "epoch" not in reader.fieldnames:
+            raise KeyError("epoch")
+        epochs = [int(row["epoch"]) for row in rows]
     except (KeyError, ValueError, TypeError, UnicodeDecodeError, csv.Error):
         raise ValueError(
             f"{path} is not a RobustSafe metrics file (it needs an integer 'epoch' column); "
             "move it away to resume"
         ) from None
+    kept = [e for e in epochs if e <= done]  # rows after the last checkpoint are dropped
+    if kept != list(range(1, done + 1)) and not force:
+        raise ValueError(
+            f"{path} does not hold one row for each of epochs 1-{done} of the training state "
+            f"({len(kept)} rows there): resuming would leave its history with gaps. Restore "
+            "it, or pass --force to resume all the same"
+        )
 
 
 def train_metrics(run_dir: Path) -> list[dict[str, Any]]:

@@ -236,7 +236,8 @@ def add_train(sub: argparse._SubParsersAction) -> None:
         "--force",
         action="store_true",
         help=f"new run: delete the run files already in --out ({run_files_text()}; any other "
-        "file stays) and start over; --resume: go on even though metrics.csv is missing",
+        "file stays) and start over; --resume: go on even though metrics.csv is missing or lacks "
+        "rows of saved epochs",
     )
     add_env_workers_option(
         t,

@@ -217,11 +217,25 @@ def test_resume_without_metrics_refuses_unless_forced(cli_run, capsys):
     assert _epochs(cli_run) == [3]
 
 
-def test_resume_with_a_foreign_metrics_file_is_a_one_line_error(cli_run, capsys):
-    (cli_run / "metrics.csv").write_text("step,loss\n1,0.5\n")
+@pytest.mark.parametrize("text", ["step,loss\n1,0.5\n", "step,loss\n"])
+def test_resume_with_a_foreign_metrics_file_is_a_one_line_error(cli_run, capsys, text):
+    (cli_run / "metrics.csv").write_text(text)
     assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 2
     err = capsys.readouterr().err
-    assert one_line_error(err) and "metrics.csv" in err
+    assert one_line_error(err) and "not a RobustSafe metrics file" in err
+    assert (cli_run / "metrics.csv").read_text() == text
+
+
+def test_resume_with_epochs_missing_from_metrics_refuses_unless_forced(cli_run, capsys):
+    path = cli_run / "metrics.csv"
+    header, first, _second = path.read_text().splitlines(keepends=True)
+    path.write_text(header + first)  # epoch 2 of the 2 saved is gone
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "epochs 1-2" in err and "1 rows there" in err
+    assert path.read_text() == header + first and run_status(cli_run) == (2, 2)
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3", "--force"]) == 0
+    assert _epochs(cli_run) == [1, 3]
 
 
 @pytest.mark.parametrize("text", ["epochs: [1,\n", "ppo:\n  actor_lr: .nan\n", "- a\n- b\n"])
