@@ -320,7 +320,8 @@ def check_attacks_for(policy: Any, attacks: Sequence[str], critics: Any) -> None
             raise ValueError(
                 f"attacker {name!r} needs Q critics of this policy: fit them with "
                 "robustsafe.fit_critics.fit_policy_critics (or `robustsafe fit-critics "
-                "--policy/--sb3 ... --out critics.pt`) and pass critics="
+                "--policy/--sb3 ... --out critics.pt`) and pass them (critics= in Python, "
+                "--critics critics.pt on the command line)"
             )
 
 

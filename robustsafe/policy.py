@@ -158,9 +158,9 @@ class TorchPolicy(nn.Module):
         if self._std is None:
             raise ValueError(
                 "MAD and AMAD maximise the KL divergence of the policy's action distribution, "
-                "and this TorchPolicy has none: build it with TorchPolicy(module, "
-                "action_std=...) (MAD then uses N(module(obs), action_std^2)), or use the "
-                "critic attackers mc, mr, minr, mix:W"
+                "and this TorchPolicy has none: give it one (TorchPolicy(module, "
+                "action_std=...) in Python, --action-std on the command line; MAD then uses "
+                "N(module(obs), action_std^2)), or use the critic attackers mc, mr, minr, mix:W"
             )
         mean = self.deterministic_action(obs)
         return Normal(mean, self._std.to(mean.dtype).expand_as(mean))

@@ -106,6 +106,8 @@ def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:
     not a mapping or a value of the wrong type is a ValueError naming the file and the key.
     """
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"--config {path} is a directory; give its config.yaml")
     if not path.is_file():
         raise FileNotFoundError(f"--config {path}: no such file")
     data = _read_yaml(path)

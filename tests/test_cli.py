@@ -66,6 +66,8 @@ def test_evaluate_errors(toy_run, tmp_path, capsys):
 
 def test_evaluate_refuses_xi_outside_0_1_and_an_empty_attack_list(toy_run, capsys):
     args = ["evaluate", "--run", str(toy_run), "--env-workers", "0", "--episodes", "2"]
+    assert main([*args, "--attack-seed", "-1"]) == 2
+    assert "--attack-seed must be >= 0, got -1" in capsys.readouterr().err
     for xi in ("0", "-0.1", "1.5", "nan"):
         assert main([*args, "--attacks", "amad", "--xi", xi]) == 2
         captured = capsys.readouterr()

@@ -186,6 +186,8 @@ def test_config_file_errors_are_one_line_and_loading_runs_no_code(tmp_path, caps
     assert not marker.exists()
     assert main(["train", "--config", str(tmp_path / "none.yaml")]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert main(["train", "--config", str(tmp_path)]) == 2
+    assert "is a directory; give its config.yaml" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 
@@ -277,6 +279,7 @@ def test_grid_refuses_an_unknown_env_id_in_one_line(tmp_path, capsys, dry_run):
         (["--algos", "sac-lag", "--modes", "sa-mad"], "--algo sac-lag trains in"),
         (["--epochs", "2", "--total-steps", "1000"], "give --epochs or --total-steps, not both"),
         (["--backend", "ray", "--parallel-runs", "2"], "--parallel-runs is for the local"),
+        (["--parallel-runs", "0"], "--parallel-runs must be >= 1, got 0"),
     ],
 )
 def test_grid_option_errors_are_one_line_in_the_users_words(tmp_path, capsys, extra, words):

@@ -42,6 +42,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CLIError(
             f"--xi must be in (0, 1] (the fraction of states AMAD attacks), got {args.xi}"
         )
+    if args.attack_seed < 0:
+        raise CLIError(f"--attack-seed must be >= 0, got {args.attack_seed}")
     if args.run is None:
         if args.deterministic_action is not None:
             raise CLIError(

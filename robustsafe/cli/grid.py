@@ -27,6 +27,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
     )
     from robustsafe.experiments.xi_sweep import DEFAULT_XIS
 
+    if args.parallel_runs < 1:
+        raise CLIError(f"--parallel-runs must be >= 1, got {args.parallel_runs}")
     if args.backend == "ray" and args.parallel_runs != 1:
         raise CLIError(
             "--parallel-runs is for the local backend only: with --backend ray the cluster's "
