@@ -222,7 +222,8 @@ def evaluate_agent(
 
 
 def parse_epsilons(text: str) -> list[float]:
-    """``0.05``, ``0.02,0.05`` or a sweep ``start:stop:count`` (``0:0.1:11``)."""
+    """``0.05``, ``0.02,0.05`` or a sweep ``start:stop:count`` (``0:0.1:11``); a value given
+    twice counts once (as an attacker named twice)."""
     try:
         if ":" in text:
             start, stop, count = text.split(":")
@@ -238,7 +239,7 @@ def parse_epsilons(text: str) -> list[float]:
         ) from None
     if not values or any(not v >= 0 for v in values):
         raise ValueError(f"epsilons must be >= 0, got {text!r}")
-    return values
+    return list(dict.fromkeys(values))
 
 
 def write_sweep(

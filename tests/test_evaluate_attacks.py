@@ -24,6 +24,7 @@ def toy_agent_dir(tmp_path_factory, toy_env_id):
 def test_parse_epsilons():
     assert parse_epsilons("0.05") == [0.05]
     assert parse_epsilons("0.02,0.05") == [0.02, 0.05]
+    assert parse_epsilons("0.05,0.02,0.05") == [0.05, 0.02]  # each budget once, in order
     assert parse_epsilons("0:0.1:3") == pytest.approx([0.0, 0.05, 0.1])
     for bad in ("x", "0:1", "0:1:1", "-0.1"):
         with pytest.raises(ValueError):
