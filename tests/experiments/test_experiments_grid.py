@@ -170,7 +170,10 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
     assert not (out / "RobustSafeGridToy-v0" / "adv-mc").exists()
 
     # 3. run it: vanilla resumed to 2 epochs, adv-mc trained, both evaluated (2 at a time)
-    second = run_grid(spec, log=lambda s: None)
+    logged.clear()
+    second = run_grid(spec, log=logged.append)
+    counters = [line.split("] start")[0].split("[")[-1] for line in logged if "] start" in line]
+    assert counters == ["1/4", "2/4", "3/4", "4/4"]  # the evaluations counted from the start
     assert [(r.mode, r.train, r.evaluation, r.epochs_done) for r in second] == [
         ("vanilla", "resumed", "evaluated", 2),
         ("adv-mc", "trained", "evaluated", 2),

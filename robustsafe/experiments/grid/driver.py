@@ -166,7 +166,14 @@ def _execute(
     for i, p in enumerate(plan):
         if p.action != "skip":
             pending.append(_Job("train", i, train_command(spec, p), p.run_dir / "train.log"))
-    total = len(pending)
+    # every job planned, the evaluations that follow a training included (a failed training's
+    # are taken off again)
+    after_training = {
+        i: 1 + len(p.extra)
+        for i, p in enumerate(plan)
+        if p.action != "skip" and states[i].evaluation == "pending"
+    }
+    total = len(pending) + sum(after_training.values())
     running: list[_Job] = []
     n_started = 0
 
@@ -207,9 +214,9 @@ def _execute(
                     extras = _extra_jobs(spec, job.index, p)
                     pending.extendleft(reversed(extras))
                     pending.appendleft(_eval_job(spec, job.index, p))
-                    total += 1 + len(extras)
                 return
             s.train = "failed"
+            total -= after_training.get(job.index, 0)
             s.extra.update((name, "not-run") for name in p.extra)
             if s.evaluation == "pending":
                 s.evaluation = "not-run"
