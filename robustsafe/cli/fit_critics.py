@@ -28,6 +28,10 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
     _one_policy_source(args)
     if args.run is None:
         return _fit_critics_foreign(args)
+    if args.exploration_std is not None:
+        raise CLIError(
+            "--exploration-std is for --policy/--sb3: a --run agent explores with its own std"
+        )
     agent = _load_run_agent(args.run)
     if args.steps < 1:
         raise CLIError(f"--steps must be >= 1, got {args.steps}")
@@ -119,7 +123,12 @@ def add_fit_critics(sub: argparse._SubParsersAction) -> None:
         help="--policy/--sb3: Gaussian noise std around the policy's action while fitting "
         "(default: the policy's own std if it has one, else 0.3)",
     )
-    f.add_argument("--steps", type=int, default=200_000, help="on-policy env steps to collect")
+    f.add_argument(
+        "--steps",
+        type=int,
+        default=200_000,
+        help="on-policy env steps to collect, rounded up to whole rollouts (--num-envs episodes)",
+    )
     f.add_argument(
         "--out",
         help="agent file to write (default: none, required unless --force); with --policy/--sb3 "

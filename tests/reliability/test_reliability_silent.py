@@ -47,3 +47,5 @@ def test_an_agents_critics_are_not_fitted_on_another_task_silently(cli_run, tmp_
     assert not out.exists()
     assert main([*args, "--env", TWIN, "--allow-other-env"]) == 0
     assert out.exists()
+    assert main([*args, "--exploration-std", "0.3", "--force"]) == 2  # not ignored silently
+    assert "--exploration-std is for --policy/--sb3" in capsys.readouterr().err
