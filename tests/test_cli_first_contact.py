@@ -290,6 +290,16 @@ def test_grid_option_errors_are_one_line_in_the_users_words(tmp_path, capsys, ex
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", [["grid", "--envs", "SafetyCarRun-v0"], ["tabular", "demo"]])
+def test_an_out_directory_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, command):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    assert main([*command, "--out", str(notes)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--out {notes} is a file, not a directory" in err
+    assert notes.read_text() == "mine"
+
+
 def test_grid_dry_run_refuses_an_unimportable_env_module(tmp_path, capsys):
     argv = ["grid", "--envs", "no_such_module:Toy-v0", "--out", str(tmp_path), "--dry-run"]
     assert main(argv) == 2

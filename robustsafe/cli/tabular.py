@@ -11,6 +11,8 @@ from robustsafe.cli._common import CLIError
 def cmd_tabular_demo(args: argparse.Namespace) -> int:
     from robustsafe.tabular.demo import run_demo
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise CLIError(f"--out {args.out} is a file, not a directory")
     print(run_demo(Path(args.out)))
     return 0
 
