@@ -71,13 +71,19 @@ class EvalResult:
         }
 
 
+_POLICY_TASK = "its training task"  # a foreign policy's task (not recorded)
+
+
 def check_compatible(agent: Agent, vec: VectorEnv) -> None:
     """The agent's (or policy's) observation and action sizes match ``vec``'s where stated."""
     dims = (agent.obs_dim, agent.act_dim)
     if any(d is not None and d != e for d, e in zip(dims, (vec.obs_dim, vec.act_dim), strict=True)):
+        named = zip(("observation", "action"), dims, strict=True)
+        sizes = ", ".join(f"{what} size {d}" for what, d in named if d is not None)
+        task = agent.config.env_id
+        who = "the policy" if task == _POLICY_TASK else f"the agent was trained on {task}"
         raise ValueError(
-            f"the agent was trained on {agent.config.env_id} (observation size {agent.obs_dim}, "
-            f"action size {agent.act_dim}); {vec.env_id} has observation size {vec.obs_dim} and "
+            f"{who} ({sizes}); {vec.env_id} has observation size {vec.obs_dim} and "
             f"action size {vec.act_dim}"
         )
 
@@ -361,7 +367,7 @@ def evaluate_policy(
     own = isinstance(env, str)
     vec = VectorEnv(env, min(num_envs, episodes), seed=seed, workers=workers) if own else env
     try:
-        agent = PolicyAgent(policy, critics, _PolicyConfig("its training task"))
+        agent = PolicyAgent(policy, critics, _PolicyConfig(_POLICY_TASK))
         return evaluate_agent(
             agent,  # type: ignore[arg-type]
             vec,

@@ -268,7 +268,12 @@ def test_cli_fit_critics_and_evaluate_a_module_policy(tmp_path, toy_env_id, caps
     assert "none, random" in capsys.readouterr().err
     # MAD on a module without --action-std is refused; errors of usage
     assert main([*ev, "--attacks", "mad"]) == 2
-    assert "action_std" in capsys.readouterr().err
+    assert "--action-std on the command line" in capsys.readouterr().err
+    # on a task of other sizes: what is known of the policy, nothing that is not
+    other = ["evaluate", "--policy", f"{src}:policy", "--env", "SafetyCarCircle-v0"]
+    assert main([*other, "--env-workers", "0", "--episodes", "1", "--num-envs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "the policy (observation size" in err and "None" not in err
     assert main(["evaluate", "--policy", f"{src}:policy", "--episodes", "1"]) == 2
     assert "--env" in capsys.readouterr().err
     assert main(["evaluate", "--run", str(tmp_path), "--policy", f"{src}:policy"]) == 2
