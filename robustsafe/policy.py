@@ -381,8 +381,9 @@ def load_sb3(path: str | Path, env_id: str | None = None, trust_pickle: bool = F
     except (RuntimeError, TypeError, ValueError) as err:
         raise ValueError(
             f"{path}: its weights do not fit an SB3 {algo.upper()} MlpPolicy on {env_id} "
-            f"({str(err).splitlines()[0]}); with trust_pickle=True (--trust-pickle) SB3 loads "
-            "it with its own pickled settings"
+            f"({str(err).splitlines()[0]}): was it trained on another task? If it was trained "
+            "here with other network settings, trust_pickle=True (--trust-pickle) loads them "
+            "from the file, which runs the file's code: only for a file you trust"
         ) from None
     return SB3Policy(policy)
 

@@ -222,6 +222,9 @@ def test_load_sb3_reads_weights_only_and_needs_trust_for_pickled_settings(tmp_pa
     )
     with pytest.raises(ValueError, match=r"pickled policy settings.*trust_pickle"):
         load_sb3(tmp_path / "custom.zip", env_id="SafetyCarRun-v0")
+    # another task's sizes: the message asks about the task before it mentions the pickle
+    with pytest.raises(ValueError, match=r"do not fit .* another task\?.*only for a file you"):
+        load_sb3(tmp_path / "plain.zip", env_id="SafetyCarCircle-v0")
     trusted = load_sb3(tmp_path / "custom.zip", trust_pickle=True)
     np.testing.assert_allclose(
         predict(trusted, obs),
