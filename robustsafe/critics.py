@@ -32,9 +32,11 @@ class CriticConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.polyak < 1.0:
             raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
-        for name in ("lr", "batch_size", "updates_per_epoch", "replay_size", "cost_scale"):
+        for name in ("batch_size", "updates_per_epoch", "replay_size", "cost_scale"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not self.lr >= 0:  # 0 freezes the critics
+            raise ValueError(f"lr must be >= 0, got {self.lr}")
         if not 0.0 <= self.gamma < 1.0:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
 

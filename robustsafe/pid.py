@@ -47,8 +47,6 @@ class PIDConfig:
         for name in ("p_ema", "d_ema", "fall_ema"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
-        if not self.cost_limit >= 0:
-            raise ValueError(f"cost_limit must be >= 0, got {self.cost_limit}")
         if self.d_delay < 1:
             raise ValueError(f"d_delay must be >= 1, got {self.d_delay}")
         if self.lambda_max is not None and not self.lambda_max >= 0:

@@ -97,7 +97,7 @@ def _settings(*argv: str):
         ("critics.updates_per_epoch=0", "critics.updates_per_epoch must be > 0, got 0"),
         ("critics.replay_size=-1", "critics.replay_size must be > 0, got -1"),
         ("critics.gamma=5", "critics.gamma must be in [0, 1), got 5.0"),
-        ("pid.cost_limit=-5", "pid.cost_limit must be >= 0, got -5.0"),
+        ("critics.lr=-1", "critics.lr must be >= 0, got -1.0"),
         ("pid.kp=-1", "pid.kp must be >= 0 (a PID gain), got -1.0"),
         ("robust.schedule=foo", "robust: unknown schedule 'foo'"),
     ],

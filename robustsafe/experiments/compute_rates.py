@@ -13,8 +13,8 @@ benchmarks/results/compute/calibration.json; do not edit.
 # runs pooled; and their env layout (envs, worker processes).
 FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
 MEASURED = {
-    "SafetyAntCircle-v0/adv-mc": (2336.84, 1005.94, 987.89, 15.7, 280.19, 2, 20, 2),
-    "SafetyAntCircle-v0/adv-mr": (2654.24, 1040.54, 1259.5, 16.26, 287.6, 2, 20, 2),
+    "SafetyAntCircle-v0/adv-mc": (2533.43, 1082.58, 1064.13, 16.63, 318.28, 3, 20, 2),
+    "SafetyAntCircle-v0/adv-mr": (2867.32, 1106.89, 1363.74, 17.34, 324.92, 3, 20, 2),
     "SafetyAntCircle-v0/random": (1231.83, 890.58, 22.47, 20.14, 256.97, 2, 20, 2),
     "SafetyAntCircle-v0/sa-mad": (1393.36, 937.16, 64.96, 26.74, 322.38, 2, 20, 2),
     "SafetyAntCircle-v0/sa-mc": (1534.85, 1017.2, 117.95, 26.74, 332.0, 2, 20, 2),

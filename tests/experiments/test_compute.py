@@ -85,13 +85,14 @@ def test_a_task_measured_in_vanilla_adds_the_modes_extra_time_from_the_nearest_t
     # regulariser, update +10), unscaled
     sa = step_cost("SafetyAntRun-v0", "sa-mc")
     assert sa.wall == pytest.approx(315e-6) and "SafetyCarCircle-v0/sa-mc" in sa.basis
-    # paper: AntRun attacks every env after epoch 50 of 250 there too (0.8), and its updates
-    # cost PAPER_UPDATE_FACTOR times fast's
+    # paper: AntRun attacks every env after epoch 52 of 250 there (the original's 50, two epochs
+    # later: 0.792 against fast's 0.8), and its updates cost PAPER_UPDATE_FACTOR times fast's
     paper = step_cost("SafetyAntRun-v0", "adv-mc", "paper")
-    assert paper.wall == pytest.approx(ant.wall + 80e-6 * (rates.PAPER_UPDATE_FACTOR - 1))
-    # CarCircle measured under fast (0.25 of its steps attacked); paper attacks 0.5
+    extra_update = 80e-6 * (rates.PAPER_UPDATE_FACTOR - 1)
+    assert paper.wall == pytest.approx(ant.wall + ant.attack * (0.792 / 0.8 - 1) + extra_update)
+    # CarCircle measured under fast (0.25 of its steps attacked); paper attacks 0.48 (epochs 53-100)
     car = step_cost("SafetyCarCircle-v0", "adv-mc", "paper")
-    assert car.attack == pytest.approx(40e-6) and "attack x2.00" in car.basis
+    assert car.attack == pytest.approx(38.4e-6) and "attack x1.92" in car.basis
 
 
 def test_a_task_with_one_run_group_has_its_load_measured_against_the_reference(monkeypatch):
