@@ -15,7 +15,7 @@ FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "work
 MEASURED = {
     "SafetyAntCircle-v0/adv-mc": (2533.43, 1082.58, 1064.13, 16.63, 318.28, 3, 20, 2),
     "SafetyAntCircle-v0/adv-mr": (2867.32, 1106.89, 1363.74, 17.34, 324.92, 3, 20, 2),
-    "SafetyAntCircle-v0/random": (1231.83, 890.58, 22.47, 20.14, 256.97, 2, 20, 2),
+    "SafetyAntCircle-v0/random": (1225.93, 870.35, 23.19, 21.07, 269.1, 3, 20, 2),
     "SafetyAntCircle-v0/sa-mad": (1393.36, 937.16, 64.96, 26.74, 322.38, 2, 20, 2),
     "SafetyAntCircle-v0/sa-mc": (1534.85, 1017.2, 117.95, 26.74, 332.0, 2, 20, 2),
     "SafetyAntCircle-v0/sa-mr": (1546.96, 947.67, 175.3, 26.13, 354.32, 2, 20, 2),
