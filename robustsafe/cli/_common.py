@@ -65,6 +65,12 @@ def _check_output(path: Path, force: bool, example: str) -> None:
         raise CLIError(f"cannot write {path}: {_os_reason(err)}") from None
 
 
+def check_out_dir(out: str | Path) -> None:
+    """CLIError if ``--out`` names an existing file where a directory goes (before any work)."""
+    if Path(out).exists() and not Path(out).is_dir():
+        raise CLIError(f"--out {out} is a file, not a directory")
+
+
 def _check_derived_output(path: Path, suffixes: tuple[str, ...]) -> None:
     """Refuse, before any work, a derived output (table, figure, page: rebuilt in place) that
     would replace measured data or trained state: an existing file with a suffix other than

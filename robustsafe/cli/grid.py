@@ -11,7 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError, _check_derived_output, add_renamed_option
+from robustsafe.cli._common import (
+    CLIError,
+    _check_derived_output,
+    add_renamed_option,
+    check_out_dir,
+)
 from robustsafe.cli.train import DEFAULT_PRESET
 from robustsafe.presets import PRESETS
 
@@ -40,8 +45,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
         raise CLIError("give --calibrate (measure now) or --machine-factor, not both")
     if args.machine_factor is not None and not 0 < args.machine_factor < float("inf"):
         raise CLIError(f"--machine-factor must be a positive number, got {args.machine_factor}")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise CLIError(f"--out {args.out} is a file, not a directory")
+    check_out_dir(args.out)
     appendix_attacks = args.appendix_attacks or ""
     xi_sweep = args.xi_sweep or ""
     if args.appendix:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError
+from robustsafe.cli._common import CLIError, check_out_dir
 
 
 def cmd_tabular_demo(args: argparse.Namespace) -> int:
     from robustsafe.tabular.demo import run_demo
 
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise CLIError(f"--out {args.out} is a file, not a directory")
+    check_out_dir(args.out)
     print(run_demo(Path(args.out)))
     return 0
 
