@@ -282,8 +282,11 @@ def format_table(results: Sequence[EvalResult]) -> str:
     return "\n".join(lines)
 
 
-def _stderr(d: np.ndarray) -> float:
-    return float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else math.nan
+def _stderr(d: np.ndarray, width: int, digits: int) -> str:
+    """The standard error of the mean of ``d``, formatted; a dash for one value (undefined)."""
+    if len(d) < 2:
+        return f"{'-':<{width}}"
+    return f"{float(d.std(ddof=1) / np.sqrt(len(d))):<{width}.{digits}f}"
 
 
 # ----------------------------------------------------------------------------- any policy
@@ -402,7 +405,7 @@ def format_paired_table(results: Sequence[EvalResult]) -> str:
         dr, dc = rr - r0[:n], cc - c0[:n]
         lines.append(
             f"{r.attack:<10} {r.epsilon:>8.4g} {rr.mean():>9.1f} "
-            f"{dr.mean():>+9.1f} ± {_stderr(dr):<6.1f} {cc.mean():>8.2f} "
-            f"{dc.mean():>+8.2f} ± {_stderr(dc):<5.2f} {n:>4}"
+            f"{dr.mean():>+9.1f} ± {_stderr(dr, 6, 1)} {cc.mean():>8.2f} "
+            f"{dc.mean():>+8.2f} ± {_stderr(dc, 5, 2)} {n:>4}"
         )
     return "\n".join(lines)

@@ -9,7 +9,14 @@ from tiny_config import tiny_config
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.envs import VectorEnv
-from robustsafe.evaluate import evaluate_agent, parse_epsilons, run_episodes
+from robustsafe.evaluate import (
+    EpisodeRecord,
+    EvalResult,
+    evaluate_agent,
+    format_paired_table,
+    parse_epsilons,
+    run_episodes,
+)
 from robustsafe.fit_critics import fit_critics
 from robustsafe.train import train
 
@@ -29,6 +36,22 @@ def test_parse_epsilons():
     for bad in ("x", "0:1", "0:1:1", "-0.1"):
         with pytest.raises(ValueError):
             parse_epsilons(bad)
+
+
+def test_paired_table_by_hand():
+    def result(attack, pairs):
+        return EvalResult(attack, 0.05, [EpisodeRecord(r, c, 10) for r, c in pairs])
+
+    natural = result("none", [(10.0, 0.0), (20.0, 2.0), (30.0, 4.0)])
+    mc = result("mc", [(7.0, 3.0), (14.0, 4.0), (24.0, 14.0)])
+    rows = format_paired_table([natural, mc]).splitlines()
+    # paired changes: reward -3, -6, -6 (mean -5, sd sqrt(3), stderr 1.0);
+    # cost 3, 2, 10 (mean 5, sd sqrt(19), stderr sqrt(19/3) = 2.5166)
+    assert rows[3].split() == "mc 0.05 15.0 -5.0 ± 1.0 7.00 +5.00 ± 2.52 3".split()
+    # one episode: the standard error is undefined, printed as a dash (not nan)
+    one = format_paired_table([result("none", [(10.0, 0.0)]), result("mc", [(4.0, 6.0)])])
+    assert one.splitlines()[3].split() == "mc 0.05 4.0 -6.0 ± - 6.00 +6.00 ± - 1".split()
+    assert "nan" not in one
 
 
 def test_attacked_episodes_are_paired_and_inside_the_ball(toy_agent_dir, toy_env_id):
