@@ -219,6 +219,10 @@ def load_critics(path) -> QCritics:
         raise ValueError(f"cannot read critics file {path} ({load_error_reason(err)})") from None
     if not isinstance(data, dict) or data.get("format") != CRITICS_FORMAT:
         raise ValueError(f"{path} is not a RobustSafe critics file (made by fit-critics --out)")
-    critics = QCritics(data["obs_dim"], data["act_dim"], tuple(data["hidden"]))
-    critics.load_state_dict(data["critics"])
+    try:
+        critics = QCritics(int(data["obs_dim"]), int(data["act_dim"]), tuple(data["hidden"]))
+        critics.load_state_dict(data["critics"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:  # edited or damaged
+        reason = f"no {err}" if isinstance(err, KeyError) else " ".join(str(err).split())[:240]
+        raise ValueError(f"critics file {path} is damaged or inconsistent ({reason})") from None
     return critics.eval().requires_grad_(False)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import pickle
 import sys
 import zipfile
 from collections.abc import Callable, Sequence
@@ -49,6 +50,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.distributions import Normal
+
+from robustsafe.runstate import load_error_reason
 
 # The attackers that never differentiate through the policy (the black box's choice).
 GRADIENT_FREE_ATTACKERS = ("none", "random")
@@ -345,6 +348,8 @@ def load_sb3(path: str | Path, env_id: str | None = None, trust_pickle: bool = F
     try:
         with zipfile.ZipFile(path) as zf:
             data = json.loads(zf.read("data"))
+            if not isinstance(data, dict):
+                raise ValueError(f"{path}: its 'data' is not a JSON object of settings")
             algo = _sb3_algo(data)
             if trust_pickle:
                 cls = {"ppo": PPO, "a2c": A2C, "sac": SAC}[algo]
@@ -352,7 +357,13 @@ def load_sb3(path: str | Path, env_id: str | None = None, trust_pickle: bool = F
             with zf.open("policy.pth") as f:
                 import io
 
-                state = torch.load(io.BytesIO(f.read()), map_location="cpu", weights_only=True)
+                raw = f.read()
+            try:
+                state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+            except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as err:
+                raise ValueError(
+                    f"{path}: its policy.pth cannot be read ({load_error_reason(err)})"
+                ) from None
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
         raise ValueError(f"{path} is not a Stable-Baselines3 model file ({err})") from None
     kwargs = data.get("policy_kwargs") or {}
@@ -439,6 +450,10 @@ def load_policy_spec(spec: str, action_std: float | None = None) -> Policy:
         obj = getattr(module, attr)
     except (ImportError, AttributeError, FileNotFoundError) as err:
         raise ValueError(f"--policy {spec!r}: {err}") from None
+    except SyntaxError as err:  # not Python: say where, without the interpreter's traceback
+        raise ValueError(
+            f"--policy {spec!r}: {err.msg} ({err.filename}, line {err.lineno})"
+        ) from None
     if call:
         obj = obj()
     return as_policy(obj, action_std)

@@ -282,3 +282,58 @@ def test_cli_fit_critics_and_evaluate_a_module_policy(tmp_path, toy_env_id, caps
     assert main(["evaluate", "--run", str(tmp_path), "--policy", f"{src}:policy"]) == 2
     assert "one of" in capsys.readouterr().err
     assert main(["evaluate", "--env", toy_env_id]) == 2
+
+
+def test_damaged_policy_and_critics_files_and_sweep_files(tmp_path, toy_env_id, capsys, sb3):
+    """A foreign policy's inputs that cannot be used get a one-line error (no traceback, no
+    advice to unpickle), and evaluate --policy keeps an existing sweep file without --force."""
+    import json
+    import pickle
+    import zipfile
+
+    from robustsafe.cli import main
+    from robustsafe.fit_critics import load_critics
+
+    src = tmp_path / "mypolicy.py"
+    src.write_text(POLICY_FILE)
+    common = ["--env", toy_env_id, "--env-workers", "0", "--num-envs", "1", "--episodes", "1"]
+    # several budgets: the sweep files beside --out are checked before any episode
+    out, sweep = tmp_path / "e.json", tmp_path / "e_sweep.csv"
+    sweep.write_text("precious")
+    ev = ["evaluate", "--policy", f"{src}:policy", *common, "--attacks", "random"]
+    assert main([*ev, "--eps", "0.01,0.02", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "--force" in captured.err and "reward" not in captured.out
+    assert sweep.read_text() == "precious" and not out.exists()
+    # a policy file that is not Python
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    assert main(["evaluate", "--policy", f"{tmp_path / 'bad.py'}:f", *common]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "invalid syntax" in err and "line 1" in err
+    # a critics file edited by hand: a one-line error from load_critics
+    critics = tmp_path / "critics.pt"
+    fit = ["fit-critics", "--policy", f"{src}:policy", "--env", toy_env_id, "--env-workers", "0"]
+    assert main([*fit, "--steps", "40", "--num-envs", "1", "--out", str(critics)]) == 0
+    saved = torch.load(critics, weights_only=True)
+    for edit in ({"hidden": [16, 16]}, {"obs_dim": 9}, {"act_dim": None}):
+        torch.save({**saved, **edit}, tmp_path / "edited.pt")
+        with pytest.raises(ValueError, match="damaged or inconsistent"):
+            load_critics(tmp_path / "edited.pt")
+    del saved["obs_dim"]
+    torch.save(saved, tmp_path / "edited.pt")
+    with pytest.raises(ValueError, match="no 'obs_dim'"):
+        load_critics(tmp_path / "edited.pt")
+    # SB3 zips whose weights are no tensors, are cut short, or whose settings are no object
+    cases = {
+        "pickled.zip": ({"clip_range": 0.2}, pickle.dumps(object())),
+        "garbage.zip": ({"clip_range": 0.2}, b"garbage"),
+        "list.zip": ("clip_range", b""),
+    }
+    for name, (data, weights) in cases.items():
+        with zipfile.ZipFile(tmp_path / name, "w") as zf:
+            zf.writestr("data", json.dumps(data))
+            zf.writestr("policy.pth", weights)
+        with pytest.raises(ValueError) as raised:
+            load_sb3(tmp_path / name, env_id="SafetyCarRun-v0")
+        text = str(raised.value)
+        assert name in text and "weights_only" not in text and "\n" not in text, text

@@ -7,7 +7,7 @@ import argparse
 import errno
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from robustsafe.provenance import code_version
@@ -50,6 +50,16 @@ def _sweep_files(out: Path) -> list[Path]:
     return [prefix.with_suffix(ext) for ext in (".csv", ".png", ".pdf")]
 
 
+def check_eval_outputs(out: Path, force: bool, eps_text: str) -> None:
+    """Refuse, before any episode runs, an evaluation's ``--out`` and, with several epsilons,
+    the sweep files written beside it, where one exists (without --force) or cannot be
+    written."""
+    _check_output(out, force, "eval.json")
+    if len(parse_epsilons_quietly(eps_text)) > 1:
+        for sweep in _sweep_files(out):
+            _check_output(sweep, force, "eval.json")
+
+
 def _check_output(path: Path, force: bool, example: str) -> None:
     """Refuse, before any work, an output file that cannot be written or would replace one;
     ``example`` is a file name the command would write (named when ``path`` is a directory)."""
@@ -65,16 +75,31 @@ def _check_output(path: Path, force: bool, example: str) -> None:
         raise CLIError(f"cannot write {path}: {_os_reason(err)}") from None
 
 
+def _file_in_the_way(folders: Sequence[Path]) -> Path | None:
+    """The nearest of ``folders`` (nearest first) that exists, if it is a file, else None."""
+    for folder in folders:
+        if folder.exists():
+            return None if folder.is_dir() else folder
+    return None
+
+
 def check_out_dir(out: str | Path) -> None:
-    """CLIError if ``--out`` names an existing file where a directory goes (before any work)."""
-    if Path(out).exists() and not Path(out).is_dir():
-        raise CLIError(f"--out {out} is a file, not a directory")
+    """CLIError if ``--out``, or a folder above it, is an existing file where a directory goes
+    (before any work)."""
+    blocking = _file_in_the_way([Path(out), *Path(out).parents])
+    if blocking is not None:
+        inner = "" if blocking == Path(out) else f": {blocking}"
+        raise CLIError(f"--out {out}{inner} is a file, not a directory")
 
 
 def _check_derived_output(path: Path, suffixes: tuple[str, ...]) -> None:
     """Refuse, before any work, a derived output (table, figure, page: rebuilt in place) that
     would replace measured data or trained state: an existing file with a suffix other than
-    ``suffixes`` (the command's own), or a run directory's ``metrics.csv``."""
+    ``suffixes`` (the command's own), or a run directory's ``metrics.csv``; or a path under a
+    file."""
+    blocking = _file_in_the_way(path.parents)
+    if blocking is not None:
+        raise CLIError(f"--out {path}: {blocking} is a file, not a directory")
     if not path.exists():
         return
     if path.suffix.lower() not in suffixes or (
@@ -84,6 +109,17 @@ def _check_derived_output(path: Path, suffixes: tuple[str, ...]) -> None:
             f"--out would replace {path}, which this command does not write "
             "(measured data or another file); choose another --out"
         )
+
+
+def check_derived_prefix(prefix: Path) -> Path:
+    """``prefix`` of a command's derived files (PREFIX.csv, .png, ...), refused before any work
+    if it names no file (``.``, ``..``, ``/``) or its CSV would replace measured data."""
+    if prefix.name in ("", ".", ".."):
+        raise CLIError(
+            f"--out {prefix} names a folder; give a file prefix, e.g. {prefix / 'table'}"
+        )
+    _check_derived_output(prefix.with_name(prefix.name + ".csv"), (".csv",))
+    return prefix
 
 
 def _os_reason(err: OSError) -> str:

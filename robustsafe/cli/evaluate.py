@@ -8,14 +8,12 @@ from pathlib import Path
 from robustsafe.cli._common import (
     CLIError,
     _agent_eval_fields,
-    _check_output,
     _load_run_agent,
     _open_vec_env,
-    _sweep_files,
     _write_or_keep,
     add_allow_other_env_option,
     add_env_workers_option,
-    parse_epsilons_quietly,
+    check_eval_outputs,
     run_agent_env,
     set_deterministic_action,
 )
@@ -61,10 +59,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         args.eps = f"{agent.config.robust.epsilon:g}"
     out = Path(args.out) if args.out else None
     if out is not None:  # before any episode runs: a bad path must not waste the work
-        _check_output(out, args.force, "eval.json")
-        if len(parse_epsilons_quietly(args.eps)) > 1:
-            for sweep in _sweep_files(out):
-                _check_output(sweep, args.force, "eval.json")
+        check_eval_outputs(out, args.force, args.eps)
     try:
         epsilons = parse_epsilons(args.eps)
         too_large = [e for e in epsilons if e > MAX_EPSILON]
@@ -206,8 +201,8 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
     if "none" not in attacks:
         attacks.insert(0, "none")
     out = Path(args.out) if args.out else None
-    if out is not None:
-        _check_output(out, args.force, "eval.json")
+    if out is not None:  # before any episode runs, as for --run
+        check_eval_outputs(out, args.force, args.eps)
     try:
         critics = load_critics(args.critics) if args.critics else None
         epsilons = parse_epsilons(args.eps)

@@ -15,6 +15,7 @@ from robustsafe.cli._common import (
     CLIError,
     _check_derived_output,
     add_renamed_option,
+    check_derived_prefix,
     check_out_dir,
 )
 from robustsafe.cli.train import DEFAULT_PRESET
@@ -160,8 +161,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
     runs = Path(args.runs_dir)
-    prefix = Path(args.out) if args.out else runs / "table"
-    _check_derived_output(prefix.with_name(prefix.name + ".csv"), (".csv",))
+    prefix = check_derived_prefix(Path(args.out) if args.out else runs / "table")
     try:
         table = collect_table(runs)
         print(format_markdown(table))

@@ -8,12 +8,12 @@ from pathlib import Path
 from robustsafe.cli._common import (
     CLIError,
     _agent_eval_fields,
-    _check_derived_output,
     _check_output,
     _load_run_agent,
     _open_vec_env,
     _write_or_keep,
     add_env_workers_option,
+    check_derived_prefix,
 )
 
 
@@ -83,8 +83,7 @@ def _figure_prefix(out: str) -> Path:
     one whose CSV would replace a run's metrics.csv)."""
     path = Path(out)
     prefix = path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
-    _check_derived_output(prefix.with_name(prefix.name + ".csv"), (".csv",))
-    return prefix
+    return check_derived_prefix(prefix)
 
 
 def cmd_plot_curves(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from robustsafe.cli._common import CLIError, check_out_dir
@@ -24,8 +25,9 @@ def cmd_tabular_definitions(args: argparse.Namespace) -> int:
         save_metric_plane,
     )
 
-    if not args.eps > 0:
-        raise CLIError(f"--eps must be > 0, got {args.eps}")
+    if not (math.isfinite(args.eps) and args.eps > 0):
+        raise CLIError(f"--eps must be a finite number > 0, got {args.eps}")
+    check_out_dir(args.out)
     plane = compute_metric_plane(epsilon=args.eps)
     paths = save_metric_plane(plane, Path(args.out) / FIGURE_STEM)
     print(format_metric_plane(plane))

@@ -126,14 +126,20 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"{path}: {entry.get('attack')!r} has malformed episodes") from None
 
-    for entry in data.get("results") or []:
+    results = data.get("results")
+    if not isinstance(results, list):
+        raise ValueError(f"{path}: no 'results' list")
+    for entry in results:
         attack = entry.get("attack") if isinstance(entry, dict) else None
         if attack == "none":
             natural = episodes(entry)
             continue
         if attack not in ("mad", "amad"):
             continue
-        eps.add(float(entry.get("epsilon", math.nan)))
+        epsilon = entry.get("epsilon", math.nan)
+        if not isinstance(epsilon, int | float):
+            raise ValueError(f"{path}: {attack!r} has a malformed epsilon ({epsilon!r})")
+        eps.add(float(epsilon))
         if attack == "mad":
             if mad is not None:
                 raise ValueError(f"{path}: MAD appears more than once")

@@ -277,5 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/tabular", help="output folder for the figure")
     parser.add_argument("--radii", type=float, nargs="+", default=None, help="perturbation radii")
     args = parser.parse_args(argv)
-    print(run_demo(pathlib.Path(args.out), args.radii))
+    out = pathlib.Path(args.out)
+    if any(p.exists() and not p.is_dir() for p in (out, *out.parents)):
+        parser.error(f"--out {out}: a file stands where a folder goes")
+    try:
+        print(run_demo(out, args.radii))
+    except ValueError as err:
+        parser.error(str(err))
     return 0

@@ -299,6 +299,17 @@ def test_xi_files_that_cannot_be_used(tmp_path):
     sweeps = [*collect_xi_sweeps(tmp_path)[0]]
     with pytest.raises(ValueError, match="different epsilons"):
         xi_series(sweeps)
+    # edited files: a results field that is no list, an epsilon that is no number
+    for field, value in (("results", 5), ("epsilon", [1])):
+        path = xi_file(tmp_path / field, 0, {0.1: [(1.0, 1.0)]})
+        bad = json.loads(path.read_text())
+        if field == "results":
+            bad["results"] = value
+        else:
+            bad["results"][-1]["epsilon"] = value
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match=f"{path}: .*{field}"):
+            load_xi_sweep(path)
     assert parse_xis("0.5,0.1,0.1") == [0.1, 0.5]
     for bad in ("0", "1.5", "x"):
         with pytest.raises(ValueError):

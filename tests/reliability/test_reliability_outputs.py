@@ -166,3 +166,34 @@ def test_fit_critics_keeps_its_result_on_a_failed_write(cli_run, tmp_path, capsy
     kept = Path(err.rsplit("saved in ", 1)[1].split()[0])
     assert load_agent(kept).epoch == 2
     shutil.rmtree(kept.parent)
+
+
+def test_an_out_that_names_no_file_or_lies_under_a_file(cli_run, tmp_path, capsys):
+    """Refused with a one-line error before any work: a prefix that is a folder (``.``, ``..``,
+    empty), a path below a regular file, and a non-finite tabular budget."""
+    from robustsafe.tabular.demo import main as tabular_main
+
+    afile = tmp_path / "afile"
+    afile.write_text("precious")
+    for argv, says in (
+        (["table", str(tmp_path), "--out", "."], "names a folder"),
+        (["plot", "curves", str(cli_run), "--out", ".."], "names a folder"),
+        (["plot", "curves", str(cli_run), "--out", ""], "names a folder"),
+        (["table", str(tmp_path), "--out", str(afile / "t")], f"{afile} is a file"),
+        (["report", str(tmp_path), "--out", str(afile / "p.html")], f"{afile} is a file"),
+        (["tabular", "definitions", "--out", str(afile / "d")], f"{afile} is a file"),
+        (["tabular", "definitions", "--eps", "inf", "--out", str(tmp_path)], "finite"),
+        (["tabular", "demo", "--out", str(afile / "d")], f"{afile} is a file"),
+    ):
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert one_line_error(captured.err) and says in captured.err, (argv, captured.err)
+        assert "written" not in captured.out
+    assert afile.read_text() == "precious"
+    # python -m robustsafe.tabular: the same checks, as argparse errors (exit status 2)
+    for argv in (["--out", str(afile)], ["--out", str(tmp_path), "--radii", "-1"]):
+        with pytest.raises(SystemExit) as stop:
+            tabular_main(argv)
+        err = capsys.readouterr().err  # argparse's usage, then its one-line error
+        assert stop.value.code == 2 and "Traceback" not in err, argv
+        assert err.strip().splitlines()[-1].startswith("python -m robustsafe.tabular: error: ")

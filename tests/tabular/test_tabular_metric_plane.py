@@ -149,5 +149,5 @@ def test_cli_definitions_writes_the_figure_and_its_points(tmp_path, capsys, plan
 def test_cli_definitions_rejects_a_non_positive_radius(tmp_path, capsys):
     assert cli_main(["tabular", "definitions", "--out", str(tmp_path), "--eps", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["robustsafe tabular: error: --eps must be > 0, got 0.0"]
+    assert err == ["robustsafe tabular: error: --eps must be a finite number > 0, got 0.0"]
     assert not list(tmp_path.iterdir())
