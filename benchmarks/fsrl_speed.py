@@ -250,13 +250,18 @@ def main() -> None:
     )
     p.add_argument("--runs", default="runs/speed_vs_fsrl/fsrl")
     p.add_argument("--out", default="benchmarks/results/speed_vs_fsrl/fsrl")
+    p.add_argument(
+        "--force", action="store_true", help="delete this seed's run folder in --runs if it exists"
+    )
     args = p.parse_args()
 
     cfg = fsrl_config(args.learner, args.env, args.config_class, args.set)
     cfg["seed"] = args.seed
     every = args.snapshot_every or DEFAULT_SNAPSHOT_EVERY[args.learner]
     run = Path(args.runs) / f"{args.learner}-seed{args.seed}"
-    if run.exists():
+    if run.exists():  # the timing is from scratch: never on top of an earlier run
+        if not args.force:
+            raise SystemExit(f"{run} exists; pass --force to delete it, or another --runs")
         shutil.rmtree(run)
     (run / "snapshots").mkdir(parents=True)
     hook = Snapshots(run / "snapshots", every, args.max_env_steps)

@@ -144,9 +144,7 @@ def main() -> None:
             if launch_overhead is None:
                 launch_overhead = process_age() - t_excluded
             cpu0 = cpu_seconds()
-            if status is None:
-                if run.exists():
-                    shutil.rmtree(run)
+            if status is None:  # a folder without state: train() refuses one holding data
                 train(cfg, run, progress=False)
             elif status[0] < status[1]:
                 train(cfg, run, resume=True, progress=False)

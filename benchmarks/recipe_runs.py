@@ -27,6 +27,7 @@ import yaml
 from robustsafe.experiments import runs_table
 
 LAST = 10
+COPIED = ("config.yaml", "metrics.csv")  # each run's files copied to --out/<run>/
 
 
 def finite_mean(rows: list[dict[str, str]], key: str) -> float:
@@ -70,10 +71,10 @@ def settings(run: Path) -> str:
     return ", ".join(diff) or "preset defaults"
 
 
-def evaluate(run: Path, out: Path, episodes: int, attacks: str) -> dict:
+def evaluate(run: Path, out: Path, episodes: int, attacks: str, force: bool) -> dict:
     cmd = [sys.executable, "-m", "robustsafe.cli", "evaluate", "--run", str(run)]
-    cmd += ["--episodes", str(episodes), "--attacks", attacks, "--out", str(out), "--force"]
-    cmd += ["--no-progress"]
+    cmd += ["--episodes", str(episodes), "--attacks", attacks, "--out", str(out)]
+    cmd += ["--no-progress", *(["--force"] if force else [])]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
 
@@ -87,7 +88,17 @@ def main() -> None:
     ap.add_argument(
         "--append", action="store_true", help="add rows (and the command) to --out's table"
     )
+    ap.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out's README.md (without --append) and the runs' files already there",
+    )
     args = ap.parse_args()
+    readme = args.out / "README.md"
+    taken = [args.out / r.name / n for r in args.runs for n in (*COPIED, "eval.json")]
+    taken = [p for p in [*([] if args.append else [readme]), *taken] if p.exists()]
+    if taken and not args.force:  # before any evaluation runs
+        ap.error(f"{taken[0]} exists; pass --force to replace it (or --append to add rows)")
     repo = Path(__file__).resolve().parents[1]
     out_shown = args.out.resolve()
     out_shown = out_shown.relative_to(repo) if out_shown.is_relative_to(repo) else args.out
@@ -96,7 +107,6 @@ def main() -> None:
         f"--episodes {args.episodes} --attacks {args.attacks} --out {out_shown}"
         + (" --append`" if args.append else "`")
     )
-    readme = args.out / "README.md"
     if args.append and readme.exists():
         old = readme.read_text().splitlines()
         old.insert(1, f"Command: {command}")
@@ -123,10 +133,10 @@ def _write_rows(args: argparse.Namespace, lines: list[str], readme: Path) -> Non
     for run in args.runs:
         dst = args.out / run.name
         dst.mkdir(parents=True, exist_ok=True)
-        for name in ("config.yaml", "metrics.csv"):
+        for name in COPIED:
             shutil.copy2(run / name, dst / name)
         t = training_summary(run)
-        ev = evaluate(run, dst / "eval.json", args.episodes, args.attacks)
+        ev = evaluate(run, dst / "eval.json", args.episodes, args.attacks, args.force)
         by_attack = {r["attack"]: r for r in ev["results"]}
         cfg = yaml.safe_load((run / "config.yaml").read_text())
         nat = by_attack["none"]

@@ -119,6 +119,22 @@ def _criterion(args) -> list[str]:
     ]
 
 
+def ours_runs(args, learner: str, seed: int) -> Path:
+    return Path(args.runs) / "ours" / f"{learner}-seed{seed}"
+
+
+def run_folders(args) -> list[Path]:
+    """The folders in --runs that a comparison of these learners and seeds starts afresh."""
+    out = []
+    for learner in args.learners:
+        for seed in args.seeds:
+            if args.sides != "fsrl":
+                out.append(ours_runs(args, learner, seed))
+            if args.sides != "ours":
+                out.append(Path(args.runs) / "fsrl" / f"{learner}-seed{seed}")
+    return out
+
+
 def ours_command(args, learner: str, seed: int, epochs: int) -> list[str]:
     cmd = [
         args.python,
@@ -137,7 +153,7 @@ def ours_command(args, learner: str, seed: int, epochs: int) -> list[str]:
         "--raw-seconds",
         "0",
         "--runs",
-        str(Path(args.runs) / "ours" / f"{learner}-seed{seed}"),
+        str(ours_runs(args, learner, seed)),
         "--results",
         str(Path(args.out) / "ours" / f"{learner}-seed{seed}"),
         "--zoo",
@@ -165,6 +181,7 @@ def fsrl_command(args, learner: str, seed: int, snapshot_every: int | None) -> l
         str(Path(args.runs) / "fsrl"),
         "--out",
         str(Path(args.out) / "fsrl"),
+        "--force",  # speed_vs_fsrl checked its --runs before it started
     ]
     every = args.fsrl_snapshot_every or snapshot_every
     if every:
@@ -525,6 +542,12 @@ def main() -> None:
     p.add_argument("--runs", default="runs/speed_vs_fsrl")
     p.add_argument("--out", default="benchmarks/results/speed_vs_fsrl")
     p.add_argument("--report-only", action="store_true")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="delete the run folders of these learners and seeds in --runs (each side trains "
+        "from scratch); without it, existing ones are refused before anything runs",
+    )
     args = p.parse_args()
     os.chdir(ROOT)
     out = Path(args.out)
@@ -535,6 +558,13 @@ def main() -> None:
             raise SystemExit(
                 f"no FSRL venv at {args.fsrl_venv}: run `bash benchmarks/setup_fsrl_venv.sh` "
                 "(FSRL_VENV=DIR for another place) or pass --fsrl-venv"
+            )
+        existing = [str(d) for d in run_folders(args) if d.exists()]
+        if existing and not args.force:
+            raise SystemExit(
+                f"run folders exist in --runs ({', '.join(existing[:3])}"
+                + (", ..." if len(existing) > 3 else "")
+                + "); pass --force to delete them, or another --runs"
             )
         freeze(args)
         places = {str(Path(args.fsrl_venv).resolve()): ".fsrl-venv", str(ROOT): "."}
@@ -553,7 +583,7 @@ def main() -> None:
                 ]
                 jobs = []
                 if epochs is not None and args.sides != "fsrl":
-                    shutil.rmtree(Path(args.runs) / "ours" / f"{learner}-seed{seed}", True)
+                    shutil.rmtree(ours_runs(args, learner, seed), True)  # checked above
                     jobs.append(("ours", ours_command(args, learner, seed, epochs), ours_env()))
                 fsrl = [("fsrl", fsrl_command(args, learner, seed, spacing), fsrl_env())]
                 fsrl = [] if args.sides == "ours" else fsrl

@@ -225,3 +225,19 @@ def test_report_states_ours_layout_from_the_runs(tmp_path: Path) -> None:
         "sac-lag: 2 envs in the main process, epochs of 400 steps, a snapshot every 25 epochs "
         "(10,000 steps); cvpo: not recorded" in text
     )
+
+
+def test_existing_run_folders_are_kept_without_force(tmp_path: Path) -> None:
+    """Each side trains from scratch, so earlier run folders would be deleted: without --force
+    the driver refuses them before anything runs (no freeze, no training, nothing deleted)."""
+    venv, runs, out = tmp_path / "venv", tmp_path / "runs", tmp_path / "out"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")  # never run: the check comes first
+    mine = runs / "fsrl" / "ppol-seed1"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("precious")
+    cmd = [sys.executable, str(BENCH / "speed_vs_fsrl.py"), "--learners", "ppol"]
+    cmd += ["--seeds", "0", "1", "--fsrl-venv", str(venv), "--runs", str(runs), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "pass --force" in done.stderr and str(mine) in done.stderr
+    assert (mine / "notes.txt").read_text() == "precious" and not out.exists()
