@@ -44,6 +44,7 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -373,6 +374,23 @@ def run_in_task(
         shutil.rmtree(local, ignore_errors=True)
 
 
+def check_ray_address(address: str | None, timeout: float = 10.0) -> None:
+    """RuntimeError at once if ``address`` (``RAY_ADDRESS``) is a ``host:port`` on which nothing
+    answers, where ``ray.init`` would retry for minutes; other forms (``auto``, unset) pass."""
+    if not address:
+        return
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as err:
+        raise RuntimeError(
+            f"cannot reach the Ray cluster at RAY_ADDRESS={address} ({err.strerror or err}): "
+            "is its head running (ray start --head)? Unset RAY_ADDRESS to start Ray here"
+        ) from None
+
+
 def _keeping_sigterm(fn: Callable[[], Any]) -> Any:
     """Call ``fn`` (``ray.init``) and put back this process's SIGTERM handler, which Ray's
     core worker replaces with its own (log and die): a ``kill`` of the grid must stop its
@@ -435,6 +453,7 @@ class RayLauncher:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if not ray.is_initialized():
+            check_ray_address(os.environ.get("RAY_ADDRESS"))
             _keeping_sigterm(ray.init)  # connects to RAY_ADDRESS if set, else starts one here
         self.ray = ray
         self.cpus_per_run = cpus_per_run

@@ -145,3 +145,32 @@ def test_relocate_and_local_launcher(tmp_path):
     assert isinstance(launcher, LocalLauncher) and launcher.capacity() == 3
     with pytest.raises(ValueError, match="unknown backend"):
         make_launcher("dask")
+
+
+def test_an_unreachable_ray_address_is_refused_at_once(tmp_path):
+    """ray.init retries an address where nothing listens for minutes; the grid says so in one
+    line within seconds, and lets through what it cannot judge (auto, a listening port)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from robustsafe.experiments.launchers import check_ray_address
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        for ok in (None, "", "auto", f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+            check_ray_address(ok)
+    with pytest.raises(RuntimeError, match=f"cannot reach the Ray cluster at .*:{port}"):
+        check_ray_address(f"127.0.0.1:{port}")  # closed now
+    pytest.importorskip("ray")
+    env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}"}
+    cmd = [sys.executable, "-m", "robustsafe.cli", "grid", "--backend", "ray", "--envs"]
+    cmd += ["SafetyCarRun-v0", "--epochs", "1", "--no-eval", "--out", str(tmp_path / "g")]
+    start = time.monotonic()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and time.monotonic() - start < 60
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "cannot reach the Ray cluster" in lines[0], done.stderr
