@@ -33,8 +33,13 @@ from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """``path`` holds ``text`` or what it held before, whatever stops this process (the text is
+    on disk before the rename)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -163,8 +168,8 @@ def _flatten_settings(
         else:
             try:
                 sets.append(f"{name}={json.dumps(value)}")
-            except TypeError:
-                raise ValueError(f"{path}: {name}: {value!r} is not a setting value") from None
+            except (TypeError, ValueError):  # ValueError: a value that contains itself
+                raise ValueError(f"{path}: {name}: not a setting value ({value!r:.80})") from None
 
 
 def _dotted(cfg: Any, key: str) -> Any:

@@ -181,6 +181,7 @@ def test_config_file_errors_are_one_line_and_loading_runs_no_code(tmp_path, caps
     assert "ppo is a group of settings" in error("ppo: 3\n")
     assert "expected a mapping" in error("- 1\n- 2\n")
     assert "actor_lr" in error("ppo:\n  actor_lr: fast\n")
+    assert "ppo.hidden: not a setting value" in error("ppo: {hidden: &a [*a]}\n")  # contains itself
     marker = tmp_path / "pwned"
     assert "not valid YAML" in error(f'!!python/object/apply:os.system ["touch {marker}"]\n')
     assert not marker.exists()

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from robustsafe.config import MAX_EPSILON
 from robustsafe.provenance import code_version
 
 
@@ -33,6 +34,24 @@ def add_allow_other_env_option(parser: argparse.ArgumentParser, what: str) -> No
     parser.add_argument(
         "--allow-other-env", action="store_true", help=f"{what} on an --env other than its own"
     )
+
+
+def add_allow_large_eps_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-large-eps",
+        action="store_true",
+        help=f"accept epsilons above {MAX_EPSILON:g} (observation units)",
+    )
+
+
+def check_epsilon_budget(epsilons: Sequence[float], allow_large: bool) -> None:
+    """CLIError for a budget above MAX_EPSILON without --allow-large-eps (a typo, most likely)."""
+    too_large = [e for e in epsilons if e > MAX_EPSILON]
+    if too_large and not allow_large:
+        raise CLIError(
+            f"epsilon {max(too_large):g} is larger than {MAX_EPSILON:g}: the paper's budgets are "
+            "0.025-0.05 observation units. Pass --allow-large-eps if you mean it"
+        )
 
 
 def parse_epsilons_quietly(text: str) -> list[float]:

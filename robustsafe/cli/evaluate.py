@@ -11,14 +11,15 @@ from robustsafe.cli._common import (
     _load_run_agent,
     _open_vec_env,
     _write_or_keep,
+    add_allow_large_eps_option,
     add_allow_other_env_option,
     add_env_workers_option,
+    check_epsilon_budget,
     check_eval_outputs,
     run_agent_env,
     set_deterministic_action,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
-from robustsafe.config import MAX_EPSILON
 from robustsafe.nets import DETERMINISTIC_ACTIONS
 from robustsafe.provenance import code_version
 
@@ -62,12 +63,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_eval_outputs(out, args.force, args.eps)
     try:
         epsilons = parse_epsilons(args.eps)
-        too_large = [e for e in epsilons if e > MAX_EPSILON]
-        if too_large and not args.allow_large_eps:
-            raise ValueError(
-                f"epsilon {max(too_large):g} is larger than {MAX_EPSILON:g}: the paper's budgets "
-                "are 0.025-0.05 observation units. Pass --allow-large-eps if you mean it"
-            )
+        check_epsilon_budget(epsilons, args.allow_large_eps)
         from robustsafe.attacks import make_attacker
 
         for name in attacks:  # check every name before any episode runs
@@ -206,12 +202,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
     try:
         critics = load_critics(args.critics) if args.critics else None
         epsilons = parse_epsilons(args.eps)
-        too_large = [e for e in epsilons if e > MAX_EPSILON]
-        if too_large and not args.allow_large_eps:
-            raise ValueError(
-                f"epsilon {max(too_large):g} is larger than {MAX_EPSILON:g}; pass "
-                "--allow-large-eps if you mean it"
-            )
+        check_epsilon_budget(epsilons, args.allow_large_eps)
         from robustsafe.evaluate import check_attacks_for
 
         check_attacks_for(policy, attacks, critics)
@@ -282,11 +273,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--out", help="JSON file to write (default: print only)")
     e.add_argument("--force", action="store_true", help="replace an existing --out file")
     add_allow_other_env_option(e, "evaluate a --run agent")
-    e.add_argument(
-        "--allow-large-eps",
-        action="store_true",
-        help="accept epsilons above 1 (observation units)",
-    )
+    add_allow_large_eps_option(e)
     e.add_argument(
         "--attacks",
         default="none",

@@ -12,8 +12,10 @@ from robustsafe.cli._common import (
     _load_run_agent,
     _open_vec_env,
     _write_or_keep,
+    add_allow_large_eps_option,
     add_env_workers_option,
     check_derived_prefix,
+    check_epsilon_budget,
 )
 
 
@@ -37,6 +39,7 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     eps = args.eps if args.eps is not None else agent.config.robust.epsilon
+    check_epsilon_budget([eps], args.allow_large_eps)
     run = Path(args.run)
     out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / XI_EVAL_NAME
     _check_output(out, args.force, XI_EVAL_NAME)  # before any episode runs
@@ -139,6 +142,7 @@ def add_xi_sweep(sub: argparse._SubParsersAction) -> None:
         "--out", help="JSON file (default: eval-xi.json in RUN, or beside RUN if it is a file)"
     )
     xs.add_argument("--force", action="store_true", help="replace an existing --out file")
+    add_allow_large_eps_option(xs)
     xs.add_argument("--num-envs", type=int, default=10, help="parallel environments")
     add_env_workers_option(xs, default=2)
     xs.set_defaults(func=cmd_xi_sweep)

@@ -125,6 +125,20 @@ def _other_method_name(mode: str, learner: str) -> str:
     return f"{learner} {mode}"
 
 
+def _known_algo_form(algo: str) -> bool:
+    """A learner name, or ``sac-lag:<entropy weight>`` / ``sac-lag:learned`` (the table's own
+    grouping of SAC-Lag runs)."""
+    base, sep, alpha = algo.partition(":")
+    if not sep:
+        return bool(base)
+    if alpha == LEARNED_ALPHA:
+        return True
+    try:
+        return math.isfinite(float(alpha))
+    except ValueError:
+        return False
+
+
 def _algo_key(algo: str) -> tuple:
     base, _, alpha = algo.partition(":")
     if base in _ALGO_ORDER:  # SAC-Lag's alphas from the largest down, as in the appendix
@@ -222,7 +236,7 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
     seed = data.get("train_seed")
     epoch = data.get("agent_epoch")
     algo = data.get("train_algo", "ppol")
-    if not isinstance(algo, str):
+    if not isinstance(algo, str) or not _known_algo_form(algo):
         raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
     alpha = data.get("train_alpha")
     if algo == "sac-lag" and data.get("train_alpha_learned") is True:

@@ -109,3 +109,22 @@ def test_a_learned_alpha_run_is_its_own_group_after_the_fixed_weights(tmp_path):
     write_appendix(runs, tmp_path / "out" / "table")
     methods = [r[1] for r in _rows(tmp_path / "out" / "table-sac-lag.csv") if r[2] == "none"]
     assert methods == ["SAC-Lag(alpha=0.1)", "SAC-Lag(alpha=0.005)", "SAC-Lag(alpha learned)"]
+
+
+def test_an_edited_learner_name_is_left_out_with_a_note(tmp_path):
+    """A train_algo the table cannot group (sac-lag with a weight that is no number) leaves
+    that file out with a note naming it, rather than stopping the whole table."""
+    from robustsafe.experiments.table import collect_table, load_eval_file
+
+    runs = tmp_path / "runs"
+    _eval_file(runs, "vanilla", "SafetyCarRun-v0", "vanilla", 600.0)
+    _eval_file(runs, "odd", "SafetyCarRun-v0", "vanilla", 500.0, train_algo="sac-lag:abc")
+    _eval_file(runs, "fixed", "SafetyCarRun-v0", "vanilla", 510.0, train_algo="sac-lag:0.01")
+    odd = runs / "SafetyCarRun-v0" / "odd" / "seed0" / "eval.json"
+    table = collect_table(runs)
+    assert [n for n in table.notes if "sac-lag:abc" in n] == [
+        f"left out {odd}: 'train_algo' must be a learner name, got 'sac-lag:abc'"
+    ]
+    assert load_eval_file(runs / "SafetyCarRun-v0" / "fixed" / "seed0" / "eval.json").algo == (
+        "sac-lag:0.01"
+    )

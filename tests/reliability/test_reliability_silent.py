@@ -25,6 +25,12 @@ def test_an_absurd_epsilon_is_refused_before_any_episode(cli_run, capsys):
     assert one_line_error(captured.err) and "--allow-large-eps" in captured.err
     assert "reward" not in captured.out
     assert main([*args, "--attacks", "random", "--eps", "2", "--allow-large-eps"]) == 0
+    capsys.readouterr()
+    xi = ["xi-sweep", "--run", str(cli_run), "--env-workers", "0", "--episodes", "1", "--xi"]
+    assert main([*xi, "0.5", "--eps", "5", "--out", str(cli_run / "x.json")]) == 2
+    captured = capsys.readouterr()
+    assert one_line_error(captured.err) and "--allow-large-eps" in captured.err
+    assert not (cli_run / "x.json").exists()
 
 
 def test_an_agent_is_not_evaluated_on_another_task_silently(cli_run, capsys):
