@@ -37,6 +37,7 @@ import numpy as np
 
 from robustsafe.envs import VectorEnv
 from robustsafe.experiments.machine_speed import train_split
+from robustsafe.rundir import write_text_atomic
 
 TASKS = (
     "SafetyCarRun-v0",
@@ -151,7 +152,7 @@ def main() -> None:
             sys.argv[1:]
         )
         result["train_load_average_at_end"] = os.getloadavg()[0]
-        out.write_text(json.dumps(result, indent=2) + "\n")
+        write_text_atomic(out, json.dumps(result, indent=2) + "\n")
         print(json.dumps(result["train_over_reference"], indent=2))
         return
     if args.eval_only:
@@ -164,7 +165,7 @@ def main() -> None:
             sys.argv[1:]
         )
         result["eval_load_average_at_end"] = os.getloadavg()[0]
-        out.write_text(json.dumps(result, indent=2) + "\n")
+        write_text_atomic(out, json.dumps(result, indent=2) + "\n")
         print(json.dumps({k: v for k, v in result.items() if k.startswith("eval")}, indent=2))
         return
     rates: dict[str, list[float]] = {t: [] for t in TASKS}
@@ -197,7 +198,7 @@ def main() -> None:
         **evaluation,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_text_atomic(out, json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 
