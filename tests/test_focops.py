@@ -136,7 +136,8 @@ def _learner(cfg: FOCOPSConfig) -> FOCOPS:
 def test_update_follows_the_loss_assembled_by_hand():
     """Five full-batch actor steps equal Adam steps on KL(pi_theta || pi_k) - r (A - nu A_C) /
     lambda with the indicator, written out here with torch's own Gaussian KL: this fails if the
-    KL loses its gradient, points the other way, or the temperature or nu enter differently.
+    KL loses its gradient, points the other way, the temperature or nu enter differently, or
+    nu is stepped after the actor rather than before (Algorithm 1).
     Large steps (lr 0.05): the two KL directions agree to second order near pi_k."""
     cfg = FOCOPSConfig(
         passes=5, minibatch_size=None, kl_bound=10.0, temperature=1.5, nu_init=0.4, actor_lr=0.05
@@ -144,8 +145,9 @@ def test_update_follows_the_loss_assembled_by_hand():
     learner = _learner(cfg)
     ro = _rollout(learner.actor)
     twin = _learner(cfg)
-    learner.update(ro, mean_episode_cost=None, generator=torch.Generator().manual_seed(0))
-    assert learner.nu == 0.4  # no finished episode: nu kept
+    # this epoch's cost 25 steps nu before the actor: 0.4 + 0.01 * (25 - 5) = 0.6
+    learner.update(ro, mean_episode_cost=25.0, generator=torch.Generator().manual_seed(0))
+    assert learner.nu == pytest.approx(0.6)
 
     # the same five steps, by hand, on the twin
     from robustsafe.learners.base import rollout_advantages
@@ -160,7 +162,7 @@ def test_update_follows_the_loss_assembled_by_hand():
         new = twin.actor.distribution(data["obs"])
         kl = kl_divergence(new, old).sum(-1)
         ratio = (new.log_prob(data["act"]).sum(-1) - data["logp"]).exp()
-        loss = (kl - ratio * (adv_r - 0.4 * adv_c) / 1.5).mean()  # all inside the bound
+        loss = (kl - ratio * (adv_r - 0.6 * adv_c) / 1.5).mean()  # all inside the bound
         optim.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(twin.actor.parameters(), cfg.actor_max_grad_norm)
@@ -177,9 +179,10 @@ def test_update_steps_nu_and_stops_early_on_the_mean_kl():
     )
     assert learner.nu == pytest.approx(1.2) and metrics["nu"] == pytest.approx(1.2)
     assert metrics["actor_passes"] == 1.0  # the first pass left the (tiny) KL bound: stop
-    wide = _learner(FOCOPSConfig(passes=5, minibatch_size=4, kl_bound=10.0))
+    wide = _learner(FOCOPSConfig(passes=5, minibatch_size=4, kl_bound=10.0, nu_init=1.0))
     metrics = wide.update(_rollout(wide.actor), None, torch.Generator())
     assert metrics["actor_passes"] == 5.0
+    assert wide.nu == 1.0  # no finished episode this epoch: nu kept
 
 
 def test_state_dict_round_trip_keeps_nu_and_optimisers():

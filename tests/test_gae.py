@@ -58,3 +58,59 @@ def test_replay_ring_buffer_overwrites_oldest_and_round_trips():
         np.testing.assert_array_equal(a[k], b[k])
     with pytest.raises(ValueError, match="empty"):
         ReplayBuffer(1, 1, 2).sample(1, rng1)
+
+
+def _hand_rollout():
+    """T = 3 steps, N = 2 envs, 1-d observations (V(s) = s below). Both envs see the same data;
+    env 0's episode is truncated after step 0, env 1's terminated there. The policy's inputs
+    are the true observations + 100 (an attacked rollout): the critics must not see them."""
+    from robustsafe.buffers import Rollout
+
+    true_obs = np.array([1.0, 2.0, 3.0])[:, None, None].repeat(2, axis=1)
+    next_obs = np.array([7.0, 3.0, 4.0])[:, None, None].repeat(2, axis=1)  # 7: the final obs
+    ended = np.zeros((3, 2), bool)
+    ended[0] = True
+    return Rollout(
+        obs=(true_obs + 100.0).astype(np.float32),
+        true_obs=true_obs.astype(np.float32),
+        act=np.zeros((3, 2, 1), np.float32),
+        logp=np.zeros((3, 2), np.float32),
+        reward=np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]),
+        cost=np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]),
+        next_obs=next_obs.astype(np.float32),
+        terminated=ended & np.array([False, True]),
+        truncated=ended & np.array([True, False]),
+    )
+
+
+def test_rollout_advantages_by_hand():
+    """The glue between a rollout and gae(): critics on the true (not the attacked) states,
+    bootstrapping from V(next_obs) (the final observation at a truncation, none at a
+    termination), no advantage flowing across an episode's end; flattened (time, env).
+
+    V(s) = s, gamma 0.5, lambda 1. Reward deltas r + 0.5 V(s') - V(s):
+      env 0 (truncated at t0): t0 1 + 3.5 - 1 = 3.5, t1 2 + 1.5 - 2 = 1.5, t2 3 + 2 - 3 = 2
+        A = 3.5 (ended), 1.5 + 0.5 * 2 = 2.5, 2; returns A + V = 4.5, 4.5, 5
+      env 1 (terminated at t0): t0 1 - 1 = 0, then as env 0; returns 1, 4.5, 5
+    Cost deltas: env 0: 0 + 3.5 - 1 = 2.5, 1 + 1.5 - 2 = 0.5, 0 + 2 - 3 = -1
+        A = 2.5, 0.5 - 0.5 = 0, -1; returns 3.5, 2, 2;  env 1: t0 0 - 1 = -1, return 0.
+    """
+    import torch
+
+    from robustsafe.learners.base import rollout_advantages
+
+    def value(x):
+        return x[:, 0]
+
+    out = rollout_advantages(_hand_rollout(), value, value, gamma=0.5, gae_lambda=1.0)
+    flat = lambda pairs: [x for pair in pairs for x in pair]  # noqa: E731  (t, env) order
+    want = {
+        "adv_r": flat([(3.5, 0.0), (2.5, 2.5), (2.0, 2.0)]),
+        "ret_r": flat([(4.5, 1.0), (4.5, 4.5), (5.0, 5.0)]),
+        "adv_c": flat([(2.5, -1.0), (0.0, 0.0), (-1.0, -1.0)]),
+        "ret_c": flat([(3.5, 0.0), (2.0, 2.0), (2.0, 2.0)]),
+    }
+    for key, values in want.items():
+        assert out[key].tolist() == pytest.approx(values, abs=1e-6), key
+    assert out["obs"][:, 0].tolist() == [101.0, 101.0, 102.0, 102.0, 103.0, 103.0]
+    assert torch.equal(out["true_obs"], out["obs"] - 100.0)

@@ -163,3 +163,41 @@ def test_kl_early_stop_inside_a_pass_does_not_count_that_pass():
     )
     metrics = learner.update(None, None, torch.Generator().manual_seed(0))  # type: ignore[arg-type]
     assert (metrics["actor_passes"], actor.calls, metrics["approx_kl"]) == (1.0, 4, 0.75)
+
+
+@pytest.mark.parametrize(
+    "flags, want_r, want_c",
+    [
+        # default: reward advantage normalised (torch's std, n - 1), cost advantage raw
+        ({}, [(a - 2.75) / (4.75 / 3) ** 0.5 for a in (4, 3, 3, 1)], [2.0, 2.0, 1.0, 1.0]),
+        ({"normalize_reward_advantage": False}, [4.0, 3.0, 3.0, 1.0], [2.0, 2.0, 1.0, 1.0]),
+        ({"center_cost_advantage": True}, None, [0.5, 0.5, -0.5, -0.5]),
+        ({"normalize_cost_advantage": True}, None, [0.5 * 3**0.5] * 2 + [-0.5 * 3**0.5] * 2),
+    ],
+)
+def test_advantages_of_a_rollout_by_hand(flags, want_r, want_c):
+    """PPO-Lagrangian's own advantage processing on a real rollout (the update tests above
+    bypass it): V = 0, gamma = lambda = 1, so the advantages are the rewards-to-go. Rewards
+    1, 0, 2, 1 -> 4, 3, 3, 1 (mean 2.75, sample variance 4.75 / 3); costs 0, 1, 0, 1 -> 2, 2,
+    1, 1 (mean 1.5, sample std sqrt(1/3))."""
+    import numpy as np
+
+    from robustsafe.buffers import Rollout
+
+    cfg = PPOLagConfig(hidden=(4,), gamma=1.0, gae_lambda=1.0, **flags)
+    critics = [ValueCritic(1, (4,)) for _ in range(2)]
+    for critic in critics:
+        for p in critic.parameters():
+            torch.nn.init.zeros_(p)
+    pid = PIDConfig(kp=1.0, ki=0.0, kd=0.0, cost_limit=0.0)
+    learner = PPOLagrangian(_ScriptedActor([0.0]), *critics, cfg, pid)  # type: ignore[arg-type]
+    zeros = np.zeros((4, 1, 1), np.float32)
+    no = np.zeros((4, 1), bool)
+    ro = Rollout(
+        zeros, zeros, zeros, np.zeros((4, 1), np.float32), np.array([[1.0], [0.0], [2.0], [1.0]]),
+        np.array([[0.0], [1.0], [0.0], [1.0]]), zeros, no, no,
+    )  # fmt: skip
+    out = learner.advantages(ro)
+    if want_r is not None:
+        assert out["adv_r"].tolist() == pytest.approx(want_r, abs=1e-5)
+    assert out["adv_c"].tolist() == pytest.approx(want_c, abs=1e-5)
