@@ -228,3 +228,33 @@ def test_one_update_with_active_constraint_holds_q_at_the_cost_threshold():
     assert learner.multiplier > 0.1
     assert m["q_cost_estep"] == pytest.approx(1.05, abs=1e-3)
     assert m["kl_estep"] <= 0.1 + 1e-3
+
+
+def test_the_estep_scores_with_the_targets_and_every_target_follows_polyak():
+    """The E-step scores pi_old's actions with the target critics (set apart here: Q_r target
+    0.3 + a, Q_c target 1.2 + a, against the live a and 1 + a), so mean Q_c - mean Q_r over
+    the same actions is 1.2 - 0.3 = 0.9 (the live critics would give 1.0); after the step every
+    target, the critics' and pi_old, is polyak * itself + (1 - polyak) * the live network."""
+    import copy
+
+    learner = _learner(cost_limit=100.0)
+    with torch.no_grad():
+        heads = (*learner.target.q_reward.heads, *learner.target.q_cost.heads)
+        for head, bias in zip(heads, (0.3, 0.3, 1.2), strict=True):
+            head[0].bias.fill_(bias)
+        for p in learner.target_actor.parameters():  # pi_old apart from the actor as well
+            p.add_(0.1)
+    before = copy.deepcopy((learner.target, learner.target_actor))
+    m = learner.update(_batch(), torch.Generator().manual_seed(0))
+    assert m["q_cost"] - m["q_reward"] == pytest.approx(0.9, abs=1e-5)
+    polyak = learner.cfg.polyak
+    pairs = (
+        (learner.target, learner.critics, before[0]),
+        (learner.target_actor, learner.actor, before[1]),
+    )
+    for target, live, old in pairs:
+        params = zip(target.parameters(), live.parameters(), old.parameters(), strict=True)
+        for t, p, o in params:
+            torch.testing.assert_close(t, polyak * o + (1 - polyak) * p.detach())
+        moved = zip(target.parameters(), old.parameters(), strict=True)
+        assert not all(torch.equal(t, o) for t, o in moved)

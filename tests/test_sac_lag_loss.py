@@ -166,6 +166,12 @@ def test_one_gradient_step_on_hand_set_networks():
             head[0].weight.zero_()
             head[0].bias.fill_(value)
     learner = SACLagrangian(actor, critics, ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2)
+    # the targets apart from the live critics (heads 3 and 5, Q_c 1.5): the bootstrap must use
+    # them, and the step must average them towards the live ones
+    targets = [*learner.target.q_reward.heads, *learner.target.q_cost.heads]
+    with torch.no_grad():
+        for head, value in zip(targets, (3.0, 5.0, 1.5), strict=True):
+            head[0].bias.fill_(value)
     batch = {
         "obs": np.zeros((3, 1), np.float32),
         "act": np.zeros((3, 1), np.float32),
@@ -183,14 +189,18 @@ def test_one_gradient_step_on_hand_set_networks():
     m = learner.update(batch, gen)
 
     r, c, d = (torch.as_tensor(batch[k]) for k in ("reward", "cost", "done"))
-    y_r = r + gamma * (1 - d) * (1.0 - alpha * logp_next)  # min of the target heads: 1
-    y_c = c + gamma * (1 - d) * 0.5
+    y_r = r + gamma * (1 - d) * (3.0 - alpha * logp_next)  # min of the target heads: 3
+    y_c = c + gamma * (1 - d) * 1.5
     loss_q = ((1.0 - y_r) ** 2).mean() + ((2.0 - y_r) ** 2).mean() + ((0.5 - y_c) ** 2).mean()
     assert m["loss_q"] == pytest.approx(float(loss_q), rel=1e-5)
     loss_pi = (alpha * logp - 1.0 + lam0 * 0.5).mean() / (1.0 + lam0)  # sac.rescale
     assert m["loss_pi"] == pytest.approx(float(loss_pi), rel=1e-5)
     thr = qc_threshold(1.0, gamma, 2)  # 0.95
     assert learner.multiplier == pytest.approx(max(0.0, lam0 + lam_lr * (0.5 - thr)), rel=1e-5)
+    # target <- 0.995 target + 0.005 live, per head (the live ones moved by ~1e-12)
+    for head, old, live in zip(targets, (3.0, 5.0, 1.5), (1.0, 2.0, 0.5), strict=True):
+        want = cfg.polyak * old + (1 - cfg.polyak) * live
+        assert float(head[0].bias) == pytest.approx(want, abs=1e-6)
 
 
 def test_the_actor_average_follows_every_step_and_is_the_saved_policy():
