@@ -77,3 +77,35 @@ def test_state_round_trip_restores_networks_optimisers_and_multiplier(algo):
     moments_b = [s["exp_avg"] for s in b.actor_optim.state_dict()["state"].values()]
     assert len(moments_a) > 0
     assert all(torch.equal(x, y) for x, y in zip(moments_a, moments_b, strict=True))
+
+
+def test_value_critics_regress_the_returns_on_the_true_states_by_hand():
+    """One full-batch SGD step (lr 0.1) of V_r and V_c, linear V(s) = w s + b from zero, on
+    true states 1, 2 (the policy saw 5, 7) and returns ret_r 1, 3, ret_c 0, 2 (the advantages,
+    unlike them, -9): loss mean((V - ret)^2) per critic, so dL/db = 2 mean(V - ret) and
+    dL/dw = 2 mean((V - ret) s):
+      V_r: db = -4, dw = -(1 + 6) = -7  -> b 0.4, w 0.7
+      V_c: db = -2, dw = -(0 + 4) = -4  -> b 0.2, w 0.4"""
+    from robustsafe.config import PPOLagConfig
+    from robustsafe.learners.ppo_lag import PPOLagrangian
+    from robustsafe.nets import GaussianActor, ValueCritic
+    from robustsafe.pid import PIDConfig
+
+    v_r, v_c = ValueCritic(1, ()), ValueCritic(1, ())
+    for p in (*v_r.parameters(), *v_c.parameters()):
+        torch.nn.init.zeros_(p)
+    learner = PPOLagrangian(GaussianActor(1, 1, ()), v_r, v_c, PPOLagConfig(), PIDConfig())
+    learner.critic_optim = torch.optim.SGD(learner.critic_params, lr=0.1)
+    col = lambda *x: torch.tensor(x)[:, None]  # noqa: E731
+    data = {
+        "obs": col(5.0, 7.0),
+        "true_obs": col(1.0, 2.0),
+        "ret_r": torch.tensor([1.0, 3.0]),
+        "ret_c": torch.tensor([0.0, 2.0]),
+        "adv_r": torch.tensor([-9.0, -9.0]),
+        "adv_c": torch.tensor([-9.0, -9.0]),
+    }
+    learner.fit_critics(data, 1, None, None, torch.Generator())
+    for critic, (w, b) in ((v_r, (0.7, 0.4)), (v_c, (0.4, 0.2))):
+        linear = critic.net[0]
+        assert (float(linear.weight), float(linear.bias)) == pytest.approx((w, b), abs=1e-6)
