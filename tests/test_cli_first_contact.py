@@ -164,7 +164,7 @@ def test_a_run_config_yaml_as_config_gives_the_same_settings(tmp_path, toy_env_i
     write_text_atomic(run / "config.yaml", yaml.safe_dump(to_dict(tiny_config(toy_env_id))))
     saved = load_run_config(run)
     cfg, _ = _settings("--config", str(run / "config.yaml"), "--out", str(tmp_path / "b"))
-    assert cfg == saved
+    assert cfg == saved == tiny_config(toy_env_id)  # nothing lost on the way through the file
 
 
 def test_config_file_errors_are_one_line_and_loading_runs_no_code(tmp_path, capsys):

@@ -149,6 +149,8 @@ def test_evaluate_agent_runs_every_attacker(toy_agent_dir, toy_env_id):
         assert len(r.episodes) == 3
         if r.epsilon == 0.0:
             assert r.episodes == natural.episodes
+        else:  # each attacker did perturb: the same episodes came out otherwise
+            assert r.episodes != natural.episodes, r.attack
     with VectorEnv(toy_env_id, 2, seed=0) as vec:
         with pytest.raises(ValueError, match="normaliser"):
             evaluate_agent(agent, vec, episodes=1, attacks=["mc"], attack_space="normalized")

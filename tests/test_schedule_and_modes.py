@@ -343,8 +343,13 @@ def test_observation_normaliser_changes_after_the_update(tmp_path, toy_env_id):
         num_envs=4,
         obs_normalization=True,
     )
-    rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
-    assert [float(r["actor_passes"]) for r in rows] == [1.0, 1.0]
+    run = train(cfg, tmp_path / "run", progress=False)
+    assert [float(r["actor_passes"]) for r in train_metrics(run)] == [1.0, 1.0]
+    # and it did change: the saved agent's statistics count both epochs' 2 x 80 observations
+    from robustsafe.agent import load_agent
+
+    norm = load_agent(run).obs_normalizer
+    assert float(norm.count) == 160.0 and bool((norm.mean != 0).all())
 
 
 def test_fast_attacks_every_env_where_half_was_measured_not_robust():

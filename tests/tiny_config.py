@@ -82,6 +82,9 @@ def full_and_resumed(
     assert train(full, "--epochs", "3", "--mode", mode, *robust) == 0
     assert train(cut, "--epochs", "2", "--mode", mode, *robust) == 0
     assert main(["train", "--resume", "--out", str(cut), "--epochs", "3", "--no-progress"]) == 0
+    # it did resume (a fresh start of 3 epochs would match the full run too)
+    starts = json.loads((cut / "provenance.json").read_text())["starts"]
+    assert [s["start_epoch"] for s in starts] == [0, 2]
     assert torch.equal(agent_params(full, nets), agent_params(cut, nets))
     return full, cut
 
