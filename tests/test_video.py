@@ -44,6 +44,12 @@ def test_side_by_side_holds_the_shorter_episode_and_marks_costs():
     frames = side_by_side(a, b, "MR eps 0.05")
     assert len(frames) == 5
     assert all(f.shape == (8 + LABEL_HEIGHT, 20, 3) for f in frames)
+    # the natural episode (3 frames) is held at its last frame; the attacked one goes on
+    assert (frames[4][:8, :10] == 0).all() and (frames[4][:8, 10:] == 9).all()
+    # a red border on the steps whose cost rises (attacked steps 1 and 3), none on the others
+    red = [tuple(f[0, 10]) == (255, 0, 0) for f in frames]
+    assert red == [False, True, False, True, False]
+    assert not any(tuple(f[0, 0]) == (255, 0, 0) for f in frames)  # natural: no cost
 
 
 def test_video_frames_pair_natural_and_attacked(toy_agent_dir, toy_env_id, tmp_path):  # noqa: F811
