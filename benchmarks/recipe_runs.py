@@ -94,6 +94,8 @@ def main() -> None:
         help="replace --out's README.md (without --append) and the runs' files already there",
     )
     args = ap.parse_args()
+    if len({r.name for r in args.runs}) != len(args.runs):  # each goes to --out/<its name>/
+        ap.error("two runs share a folder name; give runs with distinct names")
     readme = args.out / "README.md"
     taken = [args.out / r.name / n for r in args.runs for n in (*COPIED, "eval.json")]
     taken = [p for p in [*([] if args.append else [readme]), *taken] if p.exists()]

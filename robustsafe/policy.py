@@ -42,6 +42,7 @@ import json
 import pickle
 import sys
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -364,7 +365,8 @@ def load_sb3(path: str | Path, env_id: str | None = None, trust_pickle: bool = F
                 raise ValueError(
                     f"{path}: its policy.pth cannot be read ({load_error_reason(err)})"
                 ) from None
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, zlib.error, EOFError) as err:
+        # zlib.error / EOFError: a member whose compressed bytes are damaged or cut short
         raise ValueError(f"{path} is not a Stable-Baselines3 model file ({err})") from None
     kwargs = data.get("policy_kwargs") or {}
     if not isinstance(kwargs, dict) or ":serialized:" in json.dumps(kwargs):

@@ -29,18 +29,12 @@ from typing import Any
 import yaml
 
 from robustsafe.config import TrainConfig, from_dict, to_dict
-from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state
+from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state, write_bytes_atomic
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """``path`` holds ``text`` or what it held before, whatever stops this process (the text is
-    on disk before the rename)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """``path`` holds ``text`` or what it held before, whatever stops this process."""
+    write_bytes_atomic(path, text.encode())
 
 
 def load_run_config(run_dir: Path) -> TrainConfig:

@@ -88,12 +88,13 @@ def test_rollout_advantages_by_hand():
     bootstrapping from V(next_obs) (the final observation at a truncation, none at a
     termination), no advantage flowing across an episode's end; flattened (time, env).
 
-    V(s) = s, gamma 0.5, lambda 1. Reward deltas r + 0.5 V(s') - V(s):
+    V(s) = s, gamma 0.5, lambda 0.5 (so A_t = delta_t + 0.25 A_t+1 within an episode).
+    Reward deltas r + 0.5 V(s') - V(s):
       env 0 (truncated at t0): t0 1 + 3.5 - 1 = 3.5, t1 2 + 1.5 - 2 = 1.5, t2 3 + 2 - 3 = 2
-        A = 3.5 (ended), 1.5 + 0.5 * 2 = 2.5, 2; returns A + V = 4.5, 4.5, 5
-      env 1 (terminated at t0): t0 1 - 1 = 0, then as env 0; returns 1, 4.5, 5
+        A = 3.5 (ended), 1.5 + 0.25 * 2 = 2, 2; returns A + V = 4.5, 4, 5
+      env 1 (terminated at t0): t0 1 - 1 = 0, then as env 0; returns 1, 4, 5
     Cost deltas: env 0: 0 + 3.5 - 1 = 2.5, 1 + 1.5 - 2 = 0.5, 0 + 2 - 3 = -1
-        A = 2.5, 0.5 - 0.5 = 0, -1; returns 3.5, 2, 2;  env 1: t0 0 - 1 = -1, return 0.
+        A = 2.5, 0.5 - 0.25 = 0.25, -1; returns 3.5, 2.25, 2;  env 1: t0 0 - 1 = -1, return 0.
     """
     import torch
 
@@ -102,13 +103,13 @@ def test_rollout_advantages_by_hand():
     def value(x):
         return x[:, 0]
 
-    out = rollout_advantages(_hand_rollout(), value, value, gamma=0.5, gae_lambda=1.0)
+    out = rollout_advantages(_hand_rollout(), value, value, gamma=0.5, gae_lambda=0.5)
     flat = lambda pairs: [x for pair in pairs for x in pair]  # noqa: E731  (t, env) order
     want = {
-        "adv_r": flat([(3.5, 0.0), (2.5, 2.5), (2.0, 2.0)]),
-        "ret_r": flat([(4.5, 1.0), (4.5, 4.5), (5.0, 5.0)]),
-        "adv_c": flat([(2.5, -1.0), (0.0, 0.0), (-1.0, -1.0)]),
-        "ret_c": flat([(3.5, 0.0), (2.0, 2.0), (2.0, 2.0)]),
+        "adv_r": flat([(3.5, 0.0), (2.0, 2.0), (2.0, 2.0)]),
+        "ret_r": flat([(4.5, 1.0), (4.0, 4.0), (5.0, 5.0)]),
+        "adv_c": flat([(2.5, -1.0), (0.25, 0.25), (-1.0, -1.0)]),
+        "ret_c": flat([(3.5, 0.0), (2.25, 2.25), (2.0, 2.0)]),
     }
     for key, values in want.items():
         assert out[key].tolist() == pytest.approx(values, abs=1e-6), key

@@ -284,13 +284,9 @@ def test_cli_fit_critics_and_evaluate_a_module_policy(tmp_path, toy_env_id, caps
     assert main(["evaluate", "--env", toy_env_id]) == 2
 
 
-def test_damaged_policy_and_critics_files_and_sweep_files(tmp_path, toy_env_id, capsys, sb3):
-    """A foreign policy's inputs that cannot be used get a one-line error (no traceback, no
-    advice to unpickle), and evaluate --policy keeps an existing sweep file without --force."""
-    import json
-    import pickle
-    import zipfile
-
+def test_damaged_policy_and_critics_files_and_sweep_files(tmp_path, toy_env_id, capsys):
+    """A foreign policy's inputs that cannot be used get a one-line error (no traceback), and
+    evaluate --policy keeps an existing sweep file without --force."""
     from robustsafe.cli import main
     from robustsafe.fit_critics import load_critics
 
@@ -323,7 +319,16 @@ def test_damaged_policy_and_critics_files_and_sweep_files(tmp_path, toy_env_id, 
     torch.save(saved, tmp_path / "edited.pt")
     with pytest.raises(ValueError, match="no 'obs_dim'"):
         load_critics(tmp_path / "edited.pt")
-    # SB3 zips whose weights are no tensors, are cut short, or whose settings are no object
+
+
+def test_damaged_sb3_zips_get_one_line_errors(tmp_path, sb3):
+    """SB3 zips whose weights are no tensors (no advice to unpickle), are cut short, whose
+    settings are no object, or whose compressed bytes are damaged: a ValueError naming the
+    file, in one line."""
+    import json
+    import pickle
+    import zipfile
+
     cases = {
         "pickled.zip": ({"clip_range": 0.2}, pickle.dumps(object())),
         "garbage.zip": ({"clip_range": 0.2}, b"garbage"),
@@ -333,6 +338,14 @@ def test_damaged_policy_and_critics_files_and_sweep_files(tmp_path, toy_env_id, 
         with zipfile.ZipFile(tmp_path / name, "w") as zf:
             zf.writestr("data", json.dumps(data))
             zf.writestr("policy.pth", weights)
+    with zipfile.ZipFile(tmp_path / "deflated.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("data", json.dumps({"clip_range": 0.2, "pad": "x" * 400}))
+        zf.writestr("policy.pth", b"y" * 400)
+    raw = bytearray((tmp_path / "deflated.zip").read_bytes())
+    start = raw.index(b"data") + 4  # the first member's name, then its compressed bytes
+    raw[start + 2 : start + 12] = b"\xff" * 10
+    (tmp_path / "deflated.zip").write_bytes(bytes(raw))
+    for name in (*cases, "deflated.zip"):
         with pytest.raises(ValueError) as raised:
             load_sb3(tmp_path / name, env_id="SafetyCarRun-v0")
         text = str(raised.value)

@@ -118,7 +118,7 @@ def _check_derived_output(path: Path, suffixes: tuple[str, ...]) -> None:
     file."""
     blocking = _file_in_the_way(path.parents)
     if blocking is not None:
-        raise CLIError(f"--out {path}: {blocking} is a file, not a directory")
+        raise CLIError(f"--out: {blocking} is a file, not a directory, so {path} cannot be written")
     if not path.exists():
         return
     if path.suffix.lower() not in suffixes or (

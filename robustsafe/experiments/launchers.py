@@ -49,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -379,16 +380,31 @@ def check_ray_address(address: str | None, timeout: float = 10.0) -> None:
     answers, where ``ray.init`` would retry for minutes; other forms (``auto``, unset) pass."""
     if not address:
         return
-    host, sep, port = address.split("://", 1)[-1].rpartition(":")
-    if not sep or not host or not port.isdigit():
-        return
+    where = urllib.parse.urlsplit("//" + address.split("://", 1)[-1])  # host:port, [v6]:port
     try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
-    except OSError as err:
-        raise RuntimeError(
-            f"cannot reach the Ray cluster at RAY_ADDRESS={address} ({err.strerror or err}): "
-            "is its head running (ray start --head)? Unset RAY_ADDRESS to start Ray here"
-        ) from None
+        host, port = where.hostname, where.port
+    except ValueError:  # a port that is no number: Ray's to judge
+        return
+    if not host or port is None:
+        return
+    hosts = [host]
+    try:  # Ray connects to this node's address for a loopback one: either may be listening
+        from ray._private.services import resolve_ip_for_localhost
+
+        hosts.append(resolve_ip_for_localhost(host))
+    except Exception:  # a Ray without it: the address as given
+        pass
+    reason = ""
+    for candidate in dict.fromkeys(hosts):
+        try:
+            socket.create_connection((candidate, port), timeout=timeout).close()
+            return
+        except OSError as err:
+            reason = err.strerror or str(err)
+    raise RuntimeError(
+        f"cannot reach the Ray cluster at RAY_ADDRESS={address} ({reason}): is its head "
+        "running (ray start --head)? Unset RAY_ADDRESS to start Ray here"
+    )
 
 
 def _keeping_sigterm(fn: Callable[[], Any]) -> Any:

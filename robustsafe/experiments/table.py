@@ -131,6 +131,8 @@ def _known_algo_form(algo: str) -> bool:
     base, sep, alpha = algo.partition(":")
     if not sep:
         return bool(base)
+    if base != "sac-lag":
+        return False
     if alpha == LEARNED_ALPHA:
         return True
     try:

@@ -137,7 +137,7 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
         if attack not in ("mad", "amad"):
             continue
         epsilon = entry.get("epsilon", math.nan)
-        if not isinstance(epsilon, int | float):
+        if not isinstance(epsilon, int | float) or isinstance(epsilon, bool):
             raise ValueError(f"{path}: {attack!r} has a malformed epsilon ({epsilon!r})")
         eps.add(float(epsilon))
         if attack == "mad":

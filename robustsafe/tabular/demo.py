@@ -7,6 +7,7 @@ the report text (``robustsafe tabular demo`` and ``python -m robustsafe.tabular`
 from __future__ import annotations
 
 import argparse
+import math
 import pathlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -277,11 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/tabular", help="output folder for the figure")
     parser.add_argument("--radii", type=float, nargs="+", default=None, help="perturbation radii")
     args = parser.parse_args(argv)
-    out = pathlib.Path(args.out)
-    if any(p.exists() and not p.is_dir() for p in (out, *out.parents)):
-        parser.error(f"--out {out}: a file stands where a folder goes")
+    from robustsafe.cli._common import CLIError, check_out_dir
+
     try:
-        print(run_demo(out, args.radii))
-    except ValueError as err:
+        check_out_dir(args.out)
+    except CLIError as err:
         parser.error(str(err))
+    for eps in args.radii or ():  # before any work (perturbation_sets' own check)
+        if not (math.isfinite(eps) and eps >= 0):
+            parser.error(f"--radii must be finite numbers >= 0; got {eps}")
+    print(run_demo(pathlib.Path(args.out), args.radii))
     return 0

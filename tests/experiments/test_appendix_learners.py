@@ -119,12 +119,14 @@ def test_an_edited_learner_name_is_left_out_with_a_note(tmp_path):
     runs = tmp_path / "runs"
     _eval_file(runs, "vanilla", "SafetyCarRun-v0", "vanilla", 600.0)
     _eval_file(runs, "odd", "SafetyCarRun-v0", "vanilla", 500.0, train_algo="sac-lag:abc")
+    _eval_file(runs, "odd2", "SafetyCarRun-v0", "vanilla", 500.0, train_algo="ppol:0.1")
     _eval_file(runs, "fixed", "SafetyCarRun-v0", "vanilla", 510.0, train_algo="sac-lag:0.01")
     odd = runs / "SafetyCarRun-v0" / "odd" / "seed0" / "eval.json"
     table = collect_table(runs)
     assert [n for n in table.notes if "sac-lag:abc" in n] == [
         f"left out {odd}: 'train_algo' must be a learner name, got 'sac-lag:abc'"
     ]
+    assert any("'ppol:0.1'" in n for n in table.notes)  # only SAC-Lag names carry a weight
     assert load_eval_file(runs / "SafetyCarRun-v0" / "fixed" / "seed0" / "eval.json").algo == (
         "sac-lag:0.01"
     )

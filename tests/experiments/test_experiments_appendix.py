@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -300,15 +301,15 @@ def test_xi_files_that_cannot_be_used(tmp_path):
     with pytest.raises(ValueError, match="different epsilons"):
         xi_series(sweeps)
     # edited files: a results field that is no list, an epsilon that is no number
-    for field, value in (("results", 5), ("epsilon", [1])):
-        path = xi_file(tmp_path / field, 0, {0.1: [(1.0, 1.0)]})
+    for i, (field, value) in enumerate((("results", 5), ("epsilon", [1]), ("epsilon", True))):
+        path = xi_file(tmp_path / f"edited{i}", 0, {0.1: [(1.0, 1.0)]})
         bad = json.loads(path.read_text())
         if field == "results":
             bad["results"] = value
         else:
             bad["results"][-1]["epsilon"] = value
         path.write_text(json.dumps(bad))
-        with pytest.raises(ValueError, match=f"{path}: .*{field}"):
+        with pytest.raises(ValueError, match=f"{re.escape(str(path))}: .*{field}"):
             load_xi_sweep(path)
     assert parse_xis("0.5,0.1,0.1") == [0.1, 0.5]
     for bad in ("0", "1.5", "x"):
