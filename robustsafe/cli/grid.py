@@ -103,6 +103,10 @@ def cmd_grid(args: argparse.Namespace) -> int:
             print(format_plan(plan))
             print(format_cost(spec, plan, machine_factor=_machine_factor(args)))
             return 0
+        if args.backend == "ray":  # before the plan is printed or --out made
+            from robustsafe.experiments.launchers import check_ray_address
+
+            check_ray_address(os.environ.get("RAY_ADDRESS"))
         with _sigterm_as_interrupt():
             results = run_grid(spec)
     except (ValueError, RuntimeError) as err:

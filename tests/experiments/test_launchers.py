@@ -185,3 +185,4 @@ def test_an_unreachable_ray_address_is_refused_at_once(tmp_path):
     last = [x for x in done.stderr.splitlines() if x.strip()][-1]  # after any Ray warning
     assert "Traceback" not in done.stderr, done.stderr
     assert last.startswith("robustsafe grid: error: cannot reach the Ray cluster"), last
+    assert not (tmp_path / "g").exists()  # refused before --out was made
