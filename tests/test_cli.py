@@ -112,6 +112,15 @@ def test_agent_round_trip_keeps_every_network(toy_run, tmp_path):
     assert torch.equal(again.actor.mean_action(obs), act)
     assert torch.equal(again.critics.q_cost(obs, act), agent.critics.q_cost(obs, act))
     assert torch.equal(again.v_reward(obs), agent.v_reward(obs))
+    # every tensor of every network (a normaliser's statistics too), each in its own place
+    for name in ("actor", "v_reward", "v_cost", "critics"):
+        saved, loaded = getattr(agent, name).state_dict(), getattr(again, name).state_dict()
+        assert saved.keys() == loaded.keys(), name
+        assert all(torch.equal(saved[k], loaded[k]) for k in saved), name
+    # the two value critics (and the Q_r heads) differ, so a swap in the file would show
+    assert not torch.equal(agent.v_reward(obs), agent.v_cost(obs))
+    q_r = agent.critics.q_reward.all_heads(obs, act)
+    assert not torch.equal(q_r[0], q_r[1])
 
 
 def test_evaluate_attacks_at_the_runs_budget_unless_told(tmp_path, toy_env_id):

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tiny_config import TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed
+from tiny_config import TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed, spy_acted_on
 
 from robustsafe.agent import build_networks, load_agent
 from robustsafe.experiments.appendix import write_appendix
 from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
 from robustsafe.experiments.table import collect_table
+from robustsafe.learners.base import OffPolicyNetworks
 from robustsafe.nets import SquashedGaussianActor
 from robustsafe.presets import preset
 from robustsafe.runstate import load_state
@@ -82,8 +83,11 @@ def test_cli_trains_cvpo_and_attacks_use_its_critics(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mc"])
-def test_cvpo_resume_is_bit_identical(tmp_path, mode):
+def test_cvpo_resume_is_bit_identical(tmp_path, mode, monkeypatch):
+    acted_on = spy_acted_on(monkeypatch, OffPolicyNetworks, "add")
     full, cut = full_and_resumed(cvpo_train, tmp_path, mode)
+    # a robust mode's policy acted on attacked observations, vanilla's on the true ones
+    assert (max(acted_on) > 0) == (mode != "vanilla")
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["duals"] == b["duals"] and a["duals"][0] != 0.1  # eta moved from its start
     for key in ("obs", "act", "reward"):

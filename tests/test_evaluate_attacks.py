@@ -13,6 +13,7 @@ from robustsafe.evaluate import (
     EpisodeRecord,
     EvalResult,
     evaluate_agent,
+    float64_agent,
     format_paired_table,
     parse_epsilons,
     run_episodes,
@@ -55,23 +56,37 @@ def test_paired_table_by_hand():
 
 
 def test_attacked_episodes_are_paired_and_inside_the_ball(toy_agent_dir, toy_env_id):
-    agent = load_agent(toy_agent_dir)
+    agent = float64_agent(load_agent(toy_agent_dir))  # what the episodes run (evaluate's copy)
     starts = {}
-    seen = []
+    true_obs, acted_on = [], []  # per step: the attacker's input, the policy's input
 
     def spy(name, eps):
         def attack(ag, obs, gen):
             from robustsafe.attacks import make_attacker
 
-            out = make_attacker(name)(ag.actor, ag.critics, obs, eps, gen)
-            seen.append(float((out - obs).abs().max()))
-            return out
+            true_obs.append(obs.detach().clone())
+            attacking.append(True)  # the attacker's own calls of the actor are not steps
+            try:
+                return make_attacker(name)(ag.actor, ag.critics, obs, eps, gen)
+            finally:
+                attacking.pop()
 
         return attack
+
+    act = agent.actor.deterministic_action
+    attacking = []
+
+    def acting(obs):
+        if not attacking:
+            acted_on.append(obs.detach().clone())
+        return act(obs)
+
+    agent.actor.deterministic_action = acting
 
     with VectorEnv(toy_env_id, 3, seed=0) as vec:
         for name in ("none", "mc"):
             obs_log = []
+            acted_on.clear()
             attack = None if name == "none" else spy(name, 0.3)
             run_episodes(
                 agent,
@@ -84,7 +99,10 @@ def test_attacked_episodes_are_paired_and_inside_the_ball(toy_agent_dir, toy_env
             )
             starts[name] = obs_log[0]
     np.testing.assert_array_equal(starts["none"], starts["mc"])
-    assert max(seen) <= 0.3 + 1e-6 and max(seen) > 0
+    # what the policy acted on, step by step, is the true observation moved inside the ball
+    assert len(acted_on) == len(true_obs) > 0
+    gaps = [float((a - t).abs().max()) for a, t in zip(acted_on, true_obs, strict=True)]
+    assert 0 < max(gaps) <= 0.3 + 1e-6
 
 
 def test_episode_i_starts_from_the_same_state_when_the_attack_changes_episode_lengths():
@@ -147,10 +165,20 @@ def test_evaluate_agent_runs_every_attacker(toy_agent_dir, toy_env_id):
     natural = results[0]
     for r in results:
         assert len(r.episodes) == 3
-        if r.epsilon == 0.0:
+        if r.epsilon == 0.0:  # reused from the natural run: the attacker is the identity there
             assert r.episodes == natural.episodes
         else:  # each attacker did perturb: the same episodes came out otherwise
             assert r.episodes != natural.episodes, r.attack
+    # which the evaluation takes for granted at epsilon 0 (it does not call the attacker there)
+    from robustsafe.attacks import make_attacker
+
+    f64 = float64_agent(agent)  # the episodes' copy
+    obs = torch.linspace(-1.0, 1.0, 8, dtype=torch.float64).reshape(4, 2)
+    for name in ("mc", "mr", "mad", "random", "minr", "mix:0.5"):
+        out = make_attacker(name)(f64.actor, f64.critics, obs, 0.0, torch.Generator())
+        assert torch.equal(out, obs), name
+    amad = make_attacker("amad", threshold=0.0)
+    assert torch.equal(amad(f64.actor, f64.critics, obs, 0.0, torch.Generator()), obs)
     with VectorEnv(toy_env_id, 2, seed=0) as vec:
         with pytest.raises(ValueError, match="normaliser"):
             evaluate_agent(agent, vec, episodes=1, attacks=["mc"], attack_space="normalized")

@@ -9,12 +9,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tiny_config import ROBUST_CLI, TINY_CLI, TOY, cli_evaluate, cli_train, full_and_resumed
+from tiny_config import (
+    ROBUST_CLI,
+    TINY_CLI,
+    TOY,
+    cli_evaluate,
+    cli_train,
+    full_and_resumed,
+    spy_acted_on,
+)
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.experiments.grid import GridSpec, plan_run, train_command
 from robustsafe.experiments.table import collect_table, method_name
+from robustsafe.learners.focops import FOCOPS
 from robustsafe.runstate import load_state
 
 TINY = [
@@ -50,18 +59,26 @@ def test_cli_trains_focops_and_evaluation_knows_it(tmp_path, capsys):
     data = cli_evaluate(run, tmp_path / "eval.json", "none,mc,mr")
     assert data["train_algo"] == "focops"
     assert [r["attack"] for r in data["results"]] == ["none", "mc", "mr"]
+    # each attack changes what the FOCOPS agent does: its episodes are not the unattacked ones
+    natural = data["results"][0]["episodes"]
+    for attacked in data["results"][1:]:
+        assert attacked["episodes"] != natural, attacked["attack"]
 
 
 @pytest.mark.parametrize("mode", ["adv-mc", "sa-mr"])
-def test_focops_trains_in_robust_modes(tmp_path, mode):
+def test_focops_trains_in_robust_modes(tmp_path, mode, monkeypatch):
+    acted_on = spy_acted_on(monkeypatch, FOCOPS, "update")
     run = tmp_path / mode
     assert focops_train(run, "--epochs", "1", "--mode", mode, *ROBUST_CLI) == 0
     row = next(csv.DictReader((run / "metrics.csv").open()))
-    assert float(row["epsilon"]) > 0
+    eps = float(row["epsilon"])
+    assert eps > 0
     if mode.startswith("sa-"):  # SA's regulariser went into the FOCOPS actor loss
         assert float(row["extra_actor_loss"]) > 0
-    else:  # the rollout acted on attacked observations
+        assert acted_on == [0.0]  # SA trains on true observations
+    else:  # the update got a rollout that acted on attacked observations, inside the budget
         assert float(row["time_attack"]) > 0
+        assert len(acted_on) == 1 and 0 < acted_on[0] <= eps + 1e-6
 
 
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])

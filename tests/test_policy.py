@@ -233,6 +233,46 @@ def test_load_sb3_reads_weights_only_and_needs_trust_for_pickled_settings(tmp_pa
     )
 
 
+def test_fit_policy_critics_learns_the_reward_of_the_action(toy_env_id):
+    """On the toy walk the reward is the action itself, and nothing else the action does changes
+    later rewards: for any state, Q_r(s, 0.5) - Q_r(s, -0.5) = 1. The fitted critic of a policy
+    that stands still (exploring with std 0.5) says so; an unfitted one does not."""
+    from robustsafe.critics import CriticConfig
+    from robustsafe.fit_critics import fit_policy_critics
+
+    still = nn.Sequential(nn.Linear(2, 1), nn.Tanh())
+    with torch.no_grad():
+        still[0].weight.zero_()
+        still[0].bias.zero_()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # 200 small updates: threads only slow them down
+    try:
+        fitted = fit_policy_critics(
+            still,
+            toy_env_id,
+            steps=200,
+            exploration_std=0.5,
+            hidden=(16, 16),
+            updates_per_1000_steps=1000,
+            num_envs=2,
+            seed=0,
+            cfg=CriticConfig(batch_size=64),
+        )
+    finally:
+        torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    fresh = QCritics(2, 1, (16, 16))
+    obs = torch.stack([torch.linspace(-0.5, 0.5, 11), torch.zeros(11)], dim=1)
+
+    def gap(critics: QCritics) -> torch.Tensor:
+        with torch.no_grad():
+            q = critics.q_reward
+            return q(obs, torch.full((11, 1), 0.5)) - q(obs, torch.full((11, 1), -0.5))
+
+    assert gap(fitted).sub(1.0).abs().max() < 0.2
+    assert gap(fresh).abs().max() < 0.5  # so the check above is not met before fitting
+
+
 # ----------------------------------------------------------------------------- CLI
 
 POLICY_FILE = """

@@ -19,12 +19,14 @@ from tiny_config import (
     cli_train,
     full_and_resumed,
     register_toy,
+    spy_acted_on,
 )
 
 from robustsafe.agent import load_agent
 from robustsafe.config import SACLagConfig
 from robustsafe.experiments.grid import GridSpec, plan_run, resolve_train_config, train_command
 from robustsafe.experiments.table import collect_table
+from robustsafe.learners.base import OffPolicyNetworks
 from robustsafe.nets import SquashedGaussianActor
 from robustsafe.pid import PIDConfig, PIDState, pid_step
 from robustsafe.presets import preset, resolve
@@ -99,7 +101,8 @@ def test_train_names_the_alpha_setting_for_the_grids_learner_form(tmp_path, caps
 
 
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])
-def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
+def test_sac_lag_resume_is_bit_identical(tmp_path, mode, monkeypatch):
+    acted_on = spy_acted_on(monkeypatch, OffPolicyNetworks, "add")
     full, cut = full_and_resumed(sac_train, tmp_path, mode)
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["lam"] == b["lam"] != 0.5
@@ -107,7 +110,10 @@ def test_sac_lag_resume_is_bit_identical(tmp_path, mode):
         assert (a["replay"][key] == b["replay"][key]).all()
     if mode != "vanilla":
         row = list(csv.DictReader((full / "metrics.csv").open()))[-1]
-        assert float(row["epsilon"]) > 0 and float(row["time_attack"]) > 0
+        eps = float(row["epsilon"])
+        assert eps > 0 and float(row["time_attack"]) > 0
+        # the policy acted on attacked observations (else the replay check below holds trivially)
+        assert 0 < max(acted_on) <= eps + 1e-6
         # The replay holds the true observations, not the attacked ones the policy acted on:
         # within an episode (20 steps, 2 envs interleaved) s_{t+1} is the stored s'_t.
         obs, next_obs = a["replay"]["obs"], a["replay"]["next_obs"]

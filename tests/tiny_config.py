@@ -48,6 +48,21 @@ TOY = "RobustSafeToyCost-v0"  # registered by tests/conftest.py; 20-step episode
 ROBUST_CLI = ["--set", "robust.schedule_start=0", "--set", "robust.schedule_length=1"]
 
 
+def spy_acted_on(monkeypatch: Any, cls: type, method: str) -> list[float]:
+    """Wrap ``cls.method`` (whose first argument is a Rollout) to record, per call, the largest
+    gap between the observations the policy acted on and the true ones: a robust-training test
+    checks the attack reached the policy, else its checks on true observations hold trivially."""
+    gaps: list[float] = []
+    wrapped = getattr(cls, method)
+
+    def spy(self: Any, ro: Any, *args: Any, **kwargs: Any) -> Any:
+        gaps.append(float(np.abs(ro.obs - ro.true_obs).max()))
+        return wrapped(self, ro, *args, **kwargs)
+
+    monkeypatch.setattr(cls, method, spy)
+    return gaps
+
+
 def cli_train(algo: str, out: Path, settings: list[str], *extra: str) -> int:
     """``robustsafe train --algo ALGO`` on the toy env into ``out``, with the learner's tiny
     ``settings`` (TINY_CLI and its own) and then ``extra``: the exit status."""
