@@ -31,11 +31,11 @@ def _heads(critics: QCritics) -> tuple[nn.Module, nn.Module, nn.Module]:
     return critics.q_reward.heads[0][0], critics.q_reward.heads[1][0], critics.q_cost.heads[0][0]
 
 
-def _trainer(updates: int = 1) -> CriticTrainer:
-    """Live and target critics set by hand; lr 0 keeps the live critics fixed, so the only
-    change to the targets is the polyak average."""
+def _trainer(updates: int = 1, lr: float = 0.0) -> CriticTrainer:
+    """Live and target critics set by hand; lr 0 (the default here) keeps the live critics
+    fixed, so the only change to the targets is the polyak average."""
     # the defaults under test: gamma 0.99, polyak 0.995, cost scale 5 (the original code's)
-    cfg = CriticConfig(lr=0.0, batch_size=4, updates_per_epoch=updates)
+    cfg = CriticConfig(lr=lr, batch_size=4, updates_per_epoch=updates)
     trainer = CriticTrainer(QCritics(1, 1, hidden=()), 1, 1, cfg)
     live_r1, live_r2, live_c = _heads(trainer.critics)
     _set(live_r1, 1.0, 1.0, 0.0)  # Q_r1 = s + a
@@ -130,3 +130,32 @@ def test_target_networks_follow_the_live_ones_by_polyak_averaging(updates, rho):
         assert got[0][1:] == pytest.approx([1.995, 0.995], abs=1e-6)
     # the live critics were not averaged towards the targets
     assert _heads(trainer.critics)[0].bias.item() == 0.0
+
+
+@torch.no_grad()
+def _at_s1_a_minus1(trainer: CriticTrainer) -> list[float]:
+    s_a = torch.tensor([[1.0]]), torch.tensor([[-1.0]])
+    q_r = trainer.critics.q_reward.all_heads(*s_a)
+    return [float(q_r[0]), float(q_r[1]), float(trainer.critics.q_cost(*s_a))]
+
+
+def test_one_gradient_step_moves_the_live_critics_towards_their_targets():
+    """Adam's first step moves every parameter by lr against the sign of its gradient. Every
+    live head is below its target at (s = 1, a = -1) (0 < 5.96, 2 < 5.96, -0.5 < 5.455), so each
+    head's bias and w_s rise by lr and its w_a (a = -1) falls by lr: each Q(1, -1) rises by 3 lr,
+    and the TD loss falls."""
+    lr = 0.01
+    trainer = _trainer(lr=lr)
+    trainer.add_rollout(_one_transition(terminated=False, truncated=False))
+    assert _at_s1_a_minus1(trainer) == [0.0, 2.0, -0.5]
+    losses = trainer.update(_actor(), np.random.default_rng(0))
+    assert losses["loss_q_reward"] == pytest.approx(51.2032, rel=1e-5)  # before the step
+    for layer, (w_s, w_a, b) in zip(
+        _heads(trainer.critics), [(1.0, 1.0, 0.0), (2.0, 0.0, 0.0), (0.5, 1.0, 0.0)], strict=True
+    ):
+        assert layer.weight[0].tolist() == pytest.approx([w_s + lr, w_a - lr], abs=1e-6)
+        assert float(layer.bias) == pytest.approx(b + lr, abs=1e-6)
+    assert _at_s1_a_minus1(trainer) == pytest.approx([0.03, 2.03, -0.47], abs=1e-6)
+    after = trainer.update(_actor(), np.random.default_rng(0))
+    assert after["loss_q_reward"] < losses["loss_q_reward"]
+    assert after["loss_q_cost"] < losses["loss_q_cost"]
