@@ -15,7 +15,7 @@ FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "work
 MEASURED = {
     "SafetyAntCircle-v0/adv-mc": (2533.43, 1082.58, 1064.13, 16.63, 318.28, 3, 20, 2),
     "SafetyAntCircle-v0/adv-mr": (2867.32, 1106.89, 1363.74, 17.34, 324.92, 3, 20, 2),
-    "SafetyAntCircle-v0/random": (1320.22, 930.95, 23.53, 21.66, 297.43, 4, 20, 2),
+    "SafetyAntCircle-v0/random": (1452.1, 1023.34, 23.76, 22.38, 331.47, 5, 20, 2),
     "SafetyAntCircle-v0/sa-mad": (1532.6, 1008.3, 77.28, 27.19, 373.98, 3, 20, 2),
     "SafetyAntCircle-v0/sa-mc": (1666.79, 1082.15, 133.82, 27.16, 381.62, 3, 20, 2),
     "SafetyAntCircle-v0/sa-mr": (1686.29, 1023.91, 188.81, 26.96, 405.18, 3, 20, 2),
