@@ -167,7 +167,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     runs = Path(args.runs_dir)
     prefix = check_derived_prefix(Path(args.out) if args.out else runs / "table")
     try:
-        table = collect_table(runs)
+        table = collect_table(runs, average=args.average)
         print(format_markdown(table))
         paths = write_tables(runs, prefix, table=table)
         paths += write_runs_tables(runs, prefix, table=table)
@@ -321,6 +321,14 @@ def add_table(sub: argparse._SubParsersAction) -> None:
         "--no-appendix",
         action="store_true",
         help="Table 1 only (default: also PREFIX-appendix, -minr, -mix and -amad-xi files)",
+    )
+    tb.add_argument(
+        "--average",
+        choices=("paper", "attackers"),
+        default="paper",
+        help="what the Average column pools: paper = Natural and the five attackers (the mean of "
+        "the six columns, what the paper's numbers are); attackers = the five attackers only "
+        "(its captions' words) (default: paper)",
     )
     tb.set_defaults(func=cmd_table)
 

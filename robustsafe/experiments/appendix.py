@@ -6,7 +6,8 @@
   the appendix table "Evaluation results of natural performance (no attack) and under Random
   and MAD attackers" (Table 5, ``tab:exp-results-append``). Same rows, pooling, failing stars
   and lowest-cost marks as Table 1 (it is Table 1's builder with those columns): Average pools
-  the five attackers Random, MAD, AMAD, MC and MR.
+  Natural and the five attackers, as the paper's numbers do (``robustsafe table --average
+  attackers``: the five attackers only, as its caption says).
 - ``<prefix>-minr.{md,csv,tex}``: the minimum-reward attacker table "Evaluation results under
   Minimum Reward attacker" (Table 3, ``tab:exp-minreward-append``): per method a Reward and a
   Cost row, per env a column, each cell the pooled mean under ``minr`` with its change from the
@@ -227,7 +228,7 @@ def format_appendix_markdown(table: ResultsTable) -> str:
     """The appendix's Random / MAD / Average table (Table 1's rows, marks and notes)."""
     title = (
         "Appendix table (paper appendix C.9): natural performance is in Table 1; here the Random "
-        "and MAD attackers and the Average over the five attackers, reward and cost.\n\n"
+        "and MAD attackers and the Average (see the legend), reward and cost.\n\n"
     )
     return title + format_markdown(table, columns=APPENDIX_COLUMNS)
 

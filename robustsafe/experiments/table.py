@@ -6,14 +6,18 @@ group is a row of the table (PPO-Lagrangian's rows first, then FOCOPS's, named a
 appendix: ``FOCOPS-vanilla``, ``FOCOPS(MC)``, ``FOCOPS(MR)``; an evaluation without a
 ``train_algo`` field is PPO-Lagrangian's), each attacker a pair of columns (reward, cost):
 
-    Natural | Random | MAD | AMAD | MC | MR | Average (of the five attackers)
+    Natural | Random | MAD | AMAD | MC | MR | Average
 
 Conventions (those of the paper, Table 1 and appendix Table 5, and the authors' code):
 
 - a cell pools all episodes of all seeds of the method under that attacker and reports their
   mean and standard deviation (the population std, ddof = 0, as ``robustsafe evaluate`` does);
-  the Average cell pools the episodes of the five attackers of the runs evaluated under all
-  five (a run missing one is left out of it, with a note; no such run: "—");
+  the Average cell pools the episodes of Natural and the five attackers (the mean of the six
+  columns: what the paper's numbers are, e.g. Car-Run PPOL-vanilla's cost 64.78 =
+  (0.16 + 16.66 + 0.04 + 3.7 + 184.04 + 184.08) / 6; its captions say "over all 5 attackers",
+  ``average="attackers"``) of the runs evaluated under all five (a run missing one is left out
+  of it, with a note; no such run: "—"). Its std is the pooled episodes' (the paper's is not:
+  its Average stds are smaller than its columns' means spread allows);
 - failing agents, whose natural reward is below 30% of PPOL-vanilla's natural reward on the
   same env, are starred (``*`` after the name) and never marked. Without a PPOL-vanilla row on
   an env, or when its natural reward is not positive, no agent is treated as failing (a note
@@ -55,6 +59,12 @@ ATTACK_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 AVERAGE = "average"
 AVERAGED_ATTACKS: tuple[str, ...] = ("random", "mad", "amad", "mc", "mr")
+# what the Average cell pools: the paper's numbers (Natural and the five attackers), or its
+# captions' words (the five attackers only)
+AVERAGE_POOLS: dict[str, tuple[str, ...]] = {
+    "paper": ("none", *AVERAGED_ATTACKS),
+    "attackers": AVERAGED_ATTACKS,
+}
 COLUMNS: tuple[tuple[str, str], ...] = (*ATTACK_COLUMNS, (AVERAGE, "Average"))
 FAILING_FRACTION = 0.3
 MARKED_PER_COLUMN = 2
@@ -320,6 +330,7 @@ class ResultsTable:
     rows: tuple[MethodRow, ...]
     notes: tuple[str, ...] = ()
     source: str = ""
+    average: str = "paper"  # what the Average cell pools: a key of AVERAGE_POOLS
 
     @property
     def envs(self) -> list[str]:
@@ -336,9 +347,14 @@ def _display_cost(cell: Cell) -> float:
 
 
 def build_table(
-    files: Sequence[EvalFile], notes: Iterable[str] = (), source: str = ""
+    files: Sequence[EvalFile], notes: Iterable[str] = (), source: str = "", average: str = "paper"
 ) -> ResultsTable:
-    """Group, pool, mark and star (see the module docstring). ValueError on inconsistent input."""
+    """Group, pool, mark and star (see the module docstring). ValueError on inconsistent input.
+    ``average``: what the Average cell pools, ``"paper"`` (Natural and the five attackers) or
+    ``"attackers"`` (the five)."""
+    if average not in AVERAGE_POOLS:
+        raise ValueError(f"average must be one of {sorted(AVERAGE_POOLS)}, got {average!r}")
+    pooled = AVERAGE_POOLS[average]
     notes = list(notes)
     groups: dict[tuple[str, str, str], list[EvalFile]] = {}
     for f in files:
@@ -375,9 +391,9 @@ def build_table(
         for key, _ in ATTACK_COLUMNS:
             runs = [f.episodes[key] for f in members if f.episodes.get(key)]
             cells[key] = Cell.pool(runs) if runs else None
-        complete = [f for f in members if all(f.episodes.get(a) for a in AVERAGED_ATTACKS)]
+        complete = [f for f in members if all(f.episodes.get(a) for a in pooled)]
         cells[AVERAGE] = (
-            Cell.pool([[ep for a in AVERAGED_ATTACKS for ep in f.episodes[a]] for f in complete])
+            Cell.pool([[ep for a in pooled for ep in f.episodes[a]] for f in complete])
             if complete
             else None
         )
@@ -413,7 +429,7 @@ def build_table(
             )
         for r in env_rows:
             notes.extend(_coverage_notes(r))
-    return ResultsTable(tuple(final), tuple(notes), source)
+    return ResultsTable(tuple(final), tuple(notes), source, average)
 
 
 def _group_epsilon(name: str, members: Sequence[EvalFile]) -> float | None:
@@ -535,8 +551,8 @@ def _replace_cell(cell: Cell, marked: bool) -> Cell:
     )
 
 
-def collect_table(runs_dir: str | PathLike) -> ResultsTable:
-    """The table of every ``eval.json`` under ``runs_dir``.
+def collect_table(runs_dir: str | PathLike, average: str = "paper") -> ResultsTable:
+    """The table of every ``eval.json`` under ``runs_dir`` (``average``: see ``build_table``).
 
     FileNotFoundError if ``runs_dir`` is not a directory, ValueError if it holds no usable
     evaluation or the evaluations are inconsistent (see the module docstring).
@@ -551,7 +567,7 @@ def collect_table(runs_dir: str | PathLike) -> ResultsTable:
     if not files:
         why = f" ({'; '.join(notes)})" if notes else ""
         raise ValueError(f"no usable eval.json under {runs_dir}{why}")
-    return build_table(files, notes, source=str(runs_dir))
+    return build_table(files, notes, source=str(runs_dir), average=average)
 
 
 def _as_table(table: ResultsTable | str | PathLike) -> ResultsTable:
@@ -565,13 +581,18 @@ def _pm(mean: float, std: float, sep: str) -> str:
     return f"{mean:.2f}{sep}{std:.2f}"
 
 
-def _legend(columns: Sequence[tuple[str, str]], ascii_only: bool = False) -> list[str]:
+_AVERAGE_LEGEND = {
+    "paper": " Average pools the episodes of Natural and the five attackers (the mean of the six"
+    " columns, as the paper's numbers are).",
+    "attackers": " Average pools the episodes of the five attackers (Random, MAD, AMAD, MC, MR).",
+}
+
+
+def _legend(
+    columns: Sequence[tuple[str, str]], average: str, ascii_only: bool = False
+) -> list[str]:
     eps, pm = ("epsilon", "+/-") if ascii_only else ("ε", "±")
-    average = (
-        " Average pools the episodes of the five attackers (Random, MAD, AMAD, MC, MR)."
-        if any(key == AVERAGE for key, _ in columns)
-        else ""
-    )
+    average = _AVERAGE_LEGEND[average] if any(key == AVERAGE for key, _ in columns) else ""
     return [
         f"Mean {pm} std over all episodes of all seeds (pooled).{average} Seeds: runs pooled; "
         "Episodes: natural episodes pooled over them (the same under each attacker unless a note "
@@ -622,7 +643,7 @@ def format_markdown(
                 cells.append(_pm(c.reward_mean, c.reward_std, " ± "))
             cells.append(f"**{cost}**" if c.marked else cost)
         lines.append("| " + " | ".join(cells) + " |")
-    out = ["\n".join(lines), "", *_legend(columns)]
+    out = ["\n".join(lines), "", *_legend(columns, table.average)]
     if table.notes:
         out += ["", "Notes:", *(f"- {n}" for n in table.notes)]
     return "\n".join(out) + "\n"
@@ -689,7 +710,7 @@ def format_latex(
     table = _as_table(table)
     n = len(columns)
     spec = "|l|l|" + "rr|" * n
-    lines = [f"% {line}" for line in _legend(columns, ascii_only=True)]
+    lines = [f"% {line}" for line in _legend(columns, table.average, ascii_only=True)]
     lines += [f"% note: {note}" for note in table.notes]
     lines += [f"\\begin{{tabular}}{{{spec}}}", "\\hline"]
     titles = " & ".join(f"\\multicolumn{{2}}{{c|}}{{{title}}}" for _, title in columns)

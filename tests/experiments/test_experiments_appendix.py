@@ -93,10 +93,11 @@ def test_appendix_table_has_the_random_mad_average_columns_pooled(tmp_path):
     assert float(random["cost_mean"]) == pytest.approx(3.0)
     assert float(random["cost_std"]) == pytest.approx(pstd([1, 3, 5]))
     assert random["n_episodes"] == "3" and random["n_seeds"] == "2"
-    # Average pools the five attackers' episodes: 3 random + 4 of each other attacker
+    # Average pools Natural's and the five attackers' episodes: 4 natural, 3 random and 4 of
+    # each other attacker (the paper's numbers; its caption's five attackers: --average attackers)
     avg = rows[2]
-    assert avg["n_episodes"] == "19"
-    assert float(avg["reward_mean"]) == pytest.approx((60 + 16 * 100) / 19)
+    assert avg["n_episodes"] == "23"
+    assert float(avg["reward_mean"]) == pytest.approx((60 + 20 * 100) / 23)
     md = (tmp_path / "table-appendix.md").read_text()
     assert "Random reward" in md and "Average cost" in md and "Natural" not in md.split("\n")[2]
     assert "MC reward" not in md
@@ -321,3 +322,19 @@ def test_table_command_without_appendix(tmp_path: Path):
     write_eval(tmp_path, "vanilla", 0, table1())
     assert main(["table", str(tmp_path), "--no-appendix"]) == 0
     assert not (tmp_path / "table-appendix.md").exists() and (tmp_path / "table.md").exists()
+
+
+def test_table_command_average_option(tmp_path: Path):
+    """--average attackers pools the five attackers only; the default adds Natural's episodes."""
+    runs = dict(table1(reward=100.0, cost=1.0))
+    runs["none"] = [(40.0, 7.0)] * 2  # natural differs from every attacker
+    write_eval(tmp_path, "vanilla", 0, list(runs.items()))
+
+    def average_cost(*extra: str) -> float:
+        assert main(["table", str(tmp_path), "--no-appendix", *extra]) == 0
+        rows = csv.DictReader(io.StringIO((tmp_path / "table.csv").read_text()))
+        return float(next(r for r in rows if r["attack"] == "average")["cost_mean"])
+
+    assert average_cost() == pytest.approx((2 * 7.0 + 10 * 1.0) / 12)
+    assert average_cost("--average", "attackers") == pytest.approx(1.0)
+    assert "Natural and the five attackers" not in (tmp_path / "table.md").read_text()

@@ -12,6 +12,8 @@ import pytest
 
 from robustsafe.experiments.table import (
     CSV_FIELDS,
+    EvalFile,
+    build_table,
     collect_table,
     format_csv,
     format_latex,
@@ -93,15 +95,53 @@ def test_pools_all_episodes_of_all_seeds(tmp_path):
     assert mc.reward_std == pytest.approx(math.sqrt(8 / 3))
     assert mc.cost_mean == pytest.approx(20.0)
     assert mc.cost_std == pytest.approx(math.sqrt(200 / 3))
-    # Average pools the five attackers' episodes: 4 x (2 + 2) at (100, 1) and the 3 MC ones
-    avg = r.cells["average"]
-    rewards = [100.0] * 16 + [1.0, 3.0, 5.0]
-    costs = [1.0] * 16 + [10.0, 20.0, 30.0]
-    mean_r = sum(rewards) / 19
-    assert avg.n_episodes == 19 and avg.n_seeds == 2
-    assert avg.reward_mean == pytest.approx(mean_r)
-    assert avg.reward_std == pytest.approx(math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / 19))
-    assert avg.cost_mean == pytest.approx(sum(costs) / 19)
+    # Average pools Natural's 3 episodes and the five attackers': 4 x (2 + 2) at (100, 1) and
+    # the 3 MC ones (the paper's numbers); with average="attackers" the attackers' only (its
+    # captions' words)
+    natural_r, natural_c = [10.0, 20.0, 30.0], [0.0, 2.0, 4.0]
+    attacked_r = [100.0] * 16 + [1.0, 3.0, 5.0]
+    attacked_c = [1.0] * 16 + [10.0, 20.0, 30.0]
+    for average, rewards, costs in (
+        ("paper", natural_r + attacked_r, natural_c + attacked_c),
+        ("attackers", attacked_r, attacked_c),
+    ):
+        avg = row(collect_table(tmp_path, average=average), "vanilla").cells["average"]
+        n = len(rewards)
+        mean_r = sum(rewards) / n
+        assert avg.n_episodes == n and avg.n_seeds == 2, average
+        assert avg.reward_mean == pytest.approx(mean_r)
+        assert avg.reward_std == pytest.approx(
+            math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / n)
+        )
+        assert avg.cost_mean == pytest.approx(sum(costs) / n)
+    assert r.cells["average"].n_episodes == 22  # the default is the paper's
+    with pytest.raises(ValueError, match="average must be one of"):
+        collect_table(tmp_path, average="five")
+
+
+def test_average_is_the_mean_of_the_six_columns_as_the_papers_numbers():
+    """Car-Run PPOL-vanilla in the paper: costs Natural 0.16, Random 16.66, MAD 0.04, AMAD 3.7,
+    MC 184.04, MR 184.08 (Tables 1 and 5), Average 64.78 = their mean (the five attackers' would
+    be 77.70); one episode per column reproduces it."""
+    costs = {"none": 0.16, "random": 16.66, "mad": 0.04, "amad": 3.7, "mc": 184.04, "mr": 184.08}
+    rewards = {"none": 560.86, "random": 552.54, "mad": 500.72, "amad": 559.45}
+    rewards |= {"mc": 624.92, "mr": 625.12}
+    f = EvalFile(
+        path=Path("eval.json"),
+        env_id=ENV,
+        mode="vanilla",
+        algo="ppol",
+        train_seed=0,
+        preset="paper",
+        agent_epoch=None,
+        episodes={a: ((rewards[a], costs[a]),) for a in costs},
+        epsilons={a: 0.0 if a == "none" else 0.05 for a in costs},
+    )
+    avg = build_table([f]).rows[0].cells["average"]
+    assert round(avg.cost_mean, 2) == 64.78 and round(avg.reward_mean, 1) == 570.6  # the paper's
+    assert (
+        round(build_table([f], average="attackers").rows[0].cells["average"].cost_mean, 2) == 77.70
+    )
 
 
 def test_marks_the_two_lowest_costs_per_column_ties_to_higher_reward(tmp_path):
@@ -171,8 +211,8 @@ def test_missing_attackers_show_a_dash(tmp_path):
     adv_mc, adv_mr = row(table, "adv-mc"), row(table, "adv-mr")
     assert adv_mc.cells["mr"].n_seeds == 1 and adv_mc.cells["mr"].n_episodes == 2
     assert adv_mc.cells["none"].n_seeds == 2
-    # Average: only seed 0 has all five attackers
-    assert (adv_mc.cells["average"].n_seeds, adv_mc.cells["average"].n_episodes) == (1, 10)
+    # Average: only seed 0 has all five attackers (its 2 natural and 10 attacked episodes)
+    assert (adv_mc.cells["average"].n_seeds, adv_mc.cells["average"].n_episodes) == (1, 12)
     assert any("ADV-PPOL(MC)" in n and "MR: 2 episodes of 1 seed" in n for n in table.notes)
     assert any("ADV-PPOL(MC)" in n and "Average: 1 of the 2 seeds" in n for n in table.notes)
     assert adv_mr.cells["amad"] is None and adv_mr.cells["average"] is None
