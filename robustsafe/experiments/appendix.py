@@ -665,6 +665,8 @@ def write_appendix(
         )
         paths += write_mix_figure(files, prefix.with_name(prefix.name + "-mix-figure"))
     sweeps, _ = collect_xi_sweeps(runs_dir)
+    # the figure's rows are PPO-Lagrangian's (paper Figure 4), as the minr and mix tables
+    sweeps = [s for s in sweeps if s.algo == "ppol"]
     if sweeps:
         paths += write_xi_figure(sweeps, prefix.with_name(prefix.name + "-amad-xi"))
     return paths

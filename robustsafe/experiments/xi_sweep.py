@@ -104,6 +104,7 @@ class XiSweep:
     natural: tuple[tuple[float, float], ...]
     mad: tuple[tuple[float, float], ...]
     amad: dict[float, tuple[tuple[float, float], ...]]
+    algo: str = "ppol"  # the learner (``train_algo``; files without it are PPOL's)
 
 
 def load_xi_sweep(path: str | PathLike) -> XiSweep:
@@ -156,6 +157,9 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
     if len(eps) != 1:
         raise ValueError(f"{path}: its attacks were run at different epsilons ({sorted(eps)})")
     seed = data.get("train_seed")
+    algo = data.get("train_algo", "ppol")
+    if not isinstance(algo, str):
+        raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
     return XiSweep(
         path=path,
         env_id=data["env_id"],
@@ -165,6 +169,7 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
         natural=natural,
         mad=mad or (),
         amad=dict(sorted(amad.items())),
+        algo=algo,
     )
 
 

@@ -2,7 +2,7 @@
 
 Shared by the unconstrained optimum (choices = actions) and by the adversary MDPs of
 Appendix A.3 (choices = observed states s~ in B(s)). Value iteration with the Bellman
-optimality operator (a gamma-contraction, Lemma 3 of Appendix A.5 for the adversary case) gives
+optimality operator (a gamma-contraction, Lemma 3 of Appendix A.6 for the adversary case) gives
 a near-optimal greedy choice; policy iteration then certifies it: it stops only when no choice
 improves on the exact value of the current one, which is the optimality condition.
 """

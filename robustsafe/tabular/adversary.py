@@ -9,7 +9,7 @@ state s~ in B(s), the agent acts on it and the true state moves on,
 (The paper writes R^_f per transition and penalises s~ outside B(s) with -C; we use the
 expected one-step reward, which has the same values, and simply forbid s~ outside B(s).)
 An optimal policy of this MDP is an optimal deterministic adversary, and its value is
-V_f^{pi o nu} (Theorem 1). Value iteration uses the operator T*_f of Appendix A.5.
+V_f^{pi o nu} (Theorem 1). Value iteration uses the operator T*_f of Appendix A.6.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def adversary_bellman_operator(
 ) -> FloatArray:
     """(T*_f V)(s) = max_{s~ in B(s)} sum_a pi(a|s~) sum_s' p(s'|s,a)[f + gamma V(s')].
 
-    The Bellman adversary effectiveness (f = c) / stealthiness (f = r) operator of Appendix A.5;
+    The Bellman adversary effectiveness (f = c) / stealthiness (f = r) operator of Appendix A.6;
     Lemma 3 there: a gamma-contraction whose fixed point is V_c^{pi o nu_MC} (resp. V_r, MR).
     """
     pi = validate_policy(policy, cmdp.n_states, cmdp.n_actions)

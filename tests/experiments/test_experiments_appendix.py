@@ -286,6 +286,19 @@ def test_xi_series_bands_are_the_spread_of_seed_means(tmp_path):
         ("amad", "0.5"),
     ]
     assert float(rows[2]["cost_band"]) == pytest.approx(3.0) and rows[2]["band"] == "seeds"
+    # another learner's sweep of the same seed stays out of PPOL's figure (it is Figure 4's)
+    ppol_sweep = next(tmp_path.rglob("seed0/eval-xi.json"))
+    other = json.loads(ppol_sweep.read_text())
+    other["train_algo"] = "focops"
+    for entry in other["results"]:
+        entry["episodes"] = [{"reward": 1.0, "cost": 99.0, "length": 10}]
+    focops = ppol_sweep.parents[2] / "focops-vanilla" / "seed0" / "eval-xi.json"
+    focops.parent.mkdir(parents=True)
+    focops.write_text(json.dumps(other))
+    assert {s.algo for s in collect_xi_sweeps(tmp_path)[0]} == {"ppol", "focops"}
+    before = data.read_text()
+    assert main(["table", str(tmp_path)]) == 0
+    assert data.read_text() == before
 
 
 def test_xi_files_that_cannot_be_used(tmp_path):

@@ -256,7 +256,7 @@ def test_theorem4_attacked_bellman_operator_contracts_by_gamma(seed, n_s, n_a, g
     eps=st.floats(0.0, 1.5),
 )
 def test_adversary_bellman_operators_contract_and_fix_mc_mr_values(seed, n_s, n_a, gamma, eps):
-    # Appendix A.5, Lemma 3: T*_c and T*_r are gamma-contractions with fixed points V_c^{pi o nu_MC}
+    # Appendix A.6, Lemma 3: T*_c and T*_r are gamma-contractions with fixed points V_c^{pi o nu_MC}
     # and V_r^{pi o nu_MR}.
     cmdp, pi, sets, rng = attack_setup(seed, n_s, n_a, gamma, eps)
     for signal, attack in (("cost", mc_adversary), ("reward", mr_adversary)):
