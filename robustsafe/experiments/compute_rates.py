@@ -13,7 +13,7 @@ benchmarks/results/compute/calibration.json; do not edit.
 # runs pooled; and their env layout (envs, worker processes).
 FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
 MEASURED = {
-    "SafetyAntCircle-v0/adv-mc": (2533.43, 1082.58, 1064.13, 16.63, 318.28, 3, 20, 2),
+    "SafetyAntCircle-v0/adv-mc": (2699.5, 1134.96, 1153.32, 17.76, 340.5, 4, 20, 2),
     "SafetyAntCircle-v0/adv-mr": (2867.32, 1106.89, 1363.74, 17.34, 324.92, 3, 20, 2),
     "SafetyAntCircle-v0/random": (1452.1, 1023.34, 23.76, 22.38, 331.47, 5, 20, 2),
     "SafetyAntCircle-v0/sa-mad": (1532.6, 1008.3, 77.28, 27.19, 373.98, 3, 20, 2),
