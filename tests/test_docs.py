@@ -107,3 +107,20 @@ def test_table1_markers_live_in_docs_results_and_the_export_fills_them():
     assert README_START not in README.read_text()
     updated = replace_between_markers(results, "| new |")
     assert "| new |" in updated and updated.count(README_START) == 1
+
+
+def test_the_study_cost_quoted_in_the_readme_and_usage_is_the_committed_one():
+    """README and docs/usage quote the compute model's totals; they follow
+    ``benchmarks/results/compute/study_cost.md`` (regenerated when runs are added)."""
+    totals = next(
+        line
+        for line in (ROOT / "benchmarks/results/compute/study_cost.md").read_text().splitlines()
+        if line.startswith("Totals:")
+    )
+    fast, paper = re.findall(r"env steps, ([\d,]+) core-hours", totals)
+    ppol_fast, ppol_paper = re.findall(r"PPOL runs alone: [^,]+, ([\d,]+) core-hours", totals)
+    readme = " ".join(README.read_text().split())
+    assert f"about {fast} core-hours with the `fast` preset and {paper} with `paper`" in readme
+    usage = (ROOT / "docs/usage.md").read_text()
+    assert re.search(rf"\| `fast` \|.*\*\*{fast}\*\*.*{ppol_fast} core-hours \|", usage)
+    assert re.search(rf"\| `paper` \|.*\*\*{paper}\*\*.*{ppol_paper} core-hours \|", usage)
