@@ -314,6 +314,8 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
 
 
 def add_table(sub: argparse._SubParsersAction) -> None:
+    from robustsafe.experiments.table import AVERAGE_POOLS
+
     tb = sub.add_parser("table", help="the paper's Table 1 from a directory of evaluations")
     tb.add_argument("runs_dir", help="directory searched for eval.json files")
     tb.add_argument("--out", help="output prefix (default: RUNS_DIR/table): .md, .csv, .tex")
@@ -324,7 +326,7 @@ def add_table(sub: argparse._SubParsersAction) -> None:
     )
     tb.add_argument(
         "--average",
-        choices=("paper", "attackers"),
+        choices=tuple(AVERAGE_POOLS),
         default="paper",
         help="what the Average column pools: paper = Natural and the five attackers (the mean of "
         "the six columns, what the paper's numbers are); attackers = the five attackers only "
