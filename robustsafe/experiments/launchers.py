@@ -366,13 +366,31 @@ def run_in_task(
         send()
         return int(proc.returncode)
     finally:
-        if proc is not None and proc.poll() is None:  # cancelled
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        shutil.rmtree(local, ignore_errors=True)
+        clean_up(proc, local)
+
+
+def clean_up(proc: subprocess.Popen | None, local: Path, grace: float = 10.0) -> None:
+    """Stop ``proc`` (SIGTERM, then SIGKILL after ``grace`` s) and remove ``local``, whatever
+    KeyboardInterrupts arrive meanwhile: Ray re-sends a cancel to a task still running after
+    Ray's ``cancellation_retry_ms``, which would otherwise abort the clean-up half-way and
+    strand the copy on the node's disk."""
+    deadline = time.monotonic() + grace
+    terminated = False
+    while True:
+        try:
+            if proc is not None and proc.poll() is None:  # cancelled
+                if not terminated:
+                    proc.terminate()
+                    terminated = True
+                try:
+                    proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            shutil.rmtree(local, ignore_errors=True)
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def check_ray_address(address: str | None, timeout: float = 10.0) -> None:

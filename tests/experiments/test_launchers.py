@@ -186,3 +186,65 @@ def test_an_unreachable_ray_address_is_refused_at_once(tmp_path):
     assert "Traceback" not in done.stderr, done.stderr
     assert last.startswith("robustsafe grid: error: cannot reach the Ray cluster"), last
     assert not (tmp_path / "g").exists()  # refused before --out was made
+
+
+_PESTERED_CLEAN_UP = """
+import _thread, signal, subprocess, sys, threading, time
+from pathlib import Path
+from robustsafe.experiments.launchers import clean_up
+
+local = Path(sys.argv[1])
+slow_exit = (
+    "import signal, sys, time; "
+    "signal.signal(signal.SIGTERM, lambda *a: (time.sleep(1.5), sys.exit(1))); "
+    "print('ready', flush=True); time.sleep(600)"
+)
+child = subprocess.Popen([sys.executable, "-c", slow_exit], stdout=subprocess.PIPE)
+child.stdout.readline()
+done = threading.Event()
+interrupts = []
+
+
+def pester():  # what Ray does to a task it cancelled that is still running
+    while not done.wait(0.2):
+        interrupts.append(1)
+        _thread.interrupt_main()
+
+
+threading.Thread(target=pester, daemon=True).start()
+try:
+    clean_up(child, local)
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+finally:
+    done.set()
+try:
+    time.sleep(0.5)  # a last interrupt already on its way lands here
+except KeyboardInterrupt:
+    pass
+print(f"interrupts {len(interrupts)} child {child.poll()} copy {local.exists()}", flush=True)
+"""
+
+
+def test_a_stopped_tasks_clean_up_survives_repeated_cancels(tmp_path):
+    """Ray re-sends the cancel (a KeyboardInterrupt) to a task still running: the clean-up
+    goes on through them, waits for the program to end and removes the node-local copy."""
+    import subprocess
+    import sys
+
+    local = tmp_path / "robustsafe-run-x"
+    (local / "tb").mkdir(parents=True)
+    (local / "train.log").write_text("log\n")
+    out = subprocess.run(
+        [sys.executable, "-c", _PESTERED_CLEAN_UP, str(local)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = out.stdout.split()
+    assert "returned" in lines, out.stdout + out.stderr
+    counts = out.stdout.strip().splitlines()[-1].split()
+    assert int(counts[1]) >= 3, f"too few interrupts to test anything: {out.stdout}"
+    assert counts[3] == "1", f"the program was not left to end on SIGTERM: {out.stdout}"
+    assert counts[5] == "False", f"the copy is still on the node: {out.stdout}"
