@@ -137,7 +137,8 @@ def main() -> None:
         "- [table-mix-figure.png](table-mix-figure.png) (and .pdf, .csv): the same, as a figure",
         "- [table-amad-xi.png](table-amad-xi.png) (and .pdf, .csv): AMAD over xi against MAD",
         "- [table.md](table.md): Table 1's columns for these agents",
-        "- per agent `<env>/<mode>/seed0/`: `eval.json`, `eval-appendix.json`, `eval-xi.json`",
+        "- per agent `<env>/<mode>/seed0/`: `eval.json`, `eval-appendix.json`, and for the "
+        "vanilla agents `eval-xi.json`",
         "",
         "Evaluation wall times (this run):",
         "",
