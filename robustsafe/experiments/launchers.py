@@ -285,6 +285,8 @@ class _Inbox:
 
     def __init__(self) -> None:
         self._items: list[tuple[int, Bundle, bytes]] = []
+        self._marks: dict[int, str] = {}  # key -> "started" | "cleaned"
+        self._stop: set[int] = set()
 
     def push(self, key: int, files: Bundle, log: bytes) -> None:
         self._items.append((key, files, log))
@@ -292,6 +294,18 @@ class _Inbox:
     def take(self) -> list[tuple[int, Bundle, bytes]]:
         items, self._items = self._items, []
         return items
+
+    def mark(self, key: int, what: str) -> None:
+        self._marks[key] = what
+
+    def marks(self) -> dict[int, str]:
+        return dict(self._marks)
+
+    def request_stop(self, key: int) -> None:
+        self._stop.add(key)
+
+    def stop_requested(self, key: int) -> bool:
+        return key in self._stop
 
 
 def _relocate(arg: str, old: str, new: str) -> str:
@@ -311,11 +325,17 @@ def run_in_task(
     inbox: Any,
     key: int,
     poll_interval: float = 0.25,
+    stop_check_interval: float = 1.0,
 ) -> int:
     """Body of a Ray task: run ``python ARGS`` in a node-local copy of the run directory and
-    send its changes to the driver's inbox at every finished epoch and at the end."""
+    send its changes to the driver's inbox at every finished epoch and at the end.
+
+    The driver stops a task both ways: ``ray.cancel`` (a KeyboardInterrupt here; the only way
+    for a task still waiting to start) and a word in the inbox, read every
+    ``stop_check_interval`` s (Ray's interrupt was seen lost on a loaded machine)."""
     import ray
 
+    ray.get(inbox.mark.remote(key, "started"))  # before anything is on this node's disk
     base = os.environ.get(WORKDIR_ENV) or None
     if base:
         os.makedirs(base, exist_ok=True)
@@ -354,8 +374,13 @@ def run_in_task(
             )
         status = local / "status.json"
         last = None
+        next_check = time.monotonic() + stop_check_interval
         while proc.poll() is None:
             time.sleep(poll_interval)
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + stop_check_interval
+                if ray.get(inbox.stop_requested.remote(key)):
+                    raise KeyboardInterrupt  # as Ray's cancel: clean up, send nothing more
             try:
                 now = status.stat().st_mtime_ns
             except FileNotFoundError:
@@ -367,6 +392,23 @@ def run_in_task(
         return int(proc.returncode)
     finally:
         clean_up(proc, local)
+        _report_cleaned(inbox, key)
+
+
+def _report_cleaned(inbox: Any, key: int, tries: int = 5) -> None:
+    """Tell the driver that this task's node-local copy is gone: the driver waits for that
+    word, not for the task's result, which Ray may hand out as cancelled before the task's
+    clean-up has ended."""
+    import ray
+
+    for _ in range(tries):
+        try:
+            ray.get(inbox.mark.remote(key, "cleaned"), timeout=10)
+            return
+        except KeyboardInterrupt:  # another of Ray's repeated cancels
+            continue
+        except Exception:  # the driver or its inbox is gone: nobody is waiting
+            return
 
 
 def clean_up(proc: subprocess.Popen | None, local: Path, grace: float = 10.0) -> None:
@@ -466,9 +508,10 @@ class RayTask:
 
     def stop(self) -> None:
         try:
+            self._launcher.request_stop(self._key)  # read by the running task
             self._launcher.ray.cancel(self._ref)  # KeyboardInterrupt in the task: it cleans up
             self._launcher.forget(self._key)  # what it sent before
-            self._launcher.stopped.append(self._ref)  # close() waits for its clean-up
+            self._launcher.stopped[self._key] = self._ref  # close() waits for its clean-up
         except Exception:  # the cluster is gone: nothing more to save
             pass
 
@@ -503,7 +546,7 @@ class RayLauncher:
         )
         self._task = ray.remote(run_in_task).options(num_cpus=cpus_per_run, max_retries=0)
         self._targets: dict[int, tuple[Path, Path]] = {}  # key -> (run dir, log)
-        self.stopped: list[Any] = []  # cancelled tasks, still cleaning up on their nodes
+        self.stopped: dict[int, Any] = {}  # cancelled tasks, by key: cleaning up on their nodes
         self._next_key = 0
         self._last_drain = 0.0
         self._capacity: tuple[float, int] | None = None
@@ -559,6 +602,9 @@ class RayLauncher:
                 with open(log_path, "ab") as f:
                     f.write(log)
 
+    def request_stop(self, key: int) -> None:
+        self.ray.get(self._inbox.request_stop.remote(key))
+
     def forget(self, key: int) -> None:
         self.drain(force=True)
         self._targets.pop(key, None)
@@ -569,8 +615,22 @@ class RayLauncher:
         exits, and a worker killed before its clean-up leaves its copy on the node's disk."""
         try:
             self.drain(force=True)
-            if self.stopped:
-                self.ray.wait(self.stopped, num_returns=len(self.stopped), timeout=cleanup_timeout)
+            deadline = time.monotonic() + cleanup_timeout
+            waiting = dict(self.stopped)
+            while waiting and time.monotonic() < deadline:
+                refs = list(waiting.values())
+                ended, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+                marks = self.ray.get(self._inbox.marks.remote())  # after: a task marks first
+                for key, ref in list(waiting.items()):
+                    # cleaned; or cancelled before it started: nothing of it on any disk
+                    if marks.get(key) == "cleaned" or (key not in marks and ref in ended):
+                        del waiting[key]
+                if waiting:
+                    time.sleep(0.1)
+            if self.stopped:  # and the tasks' last words, so that no worker dies mid-sentence
+                left = max(deadline - time.monotonic(), 0.0)
+                refs = list(self.stopped.values())
+                self.ray.wait(refs, num_returns=len(refs), timeout=min(left, 10.0))
             self.ray.kill(self._inbox)
         except Exception:
             pass

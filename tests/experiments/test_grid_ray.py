@@ -244,6 +244,38 @@ def test_closing_the_launcher_waits_for_a_stopped_task_to_clean_its_node(tmp_pat
     assert not left, f"close() returned with a stopped task's copy still on its node: {left}"
 
 
+def test_a_task_stops_and_cleans_up_on_the_drivers_word_alone(tmp_path, cluster):
+    """Without Ray's cancel (whose interrupt a loaded machine was seen to lose), the word the
+    driver leaves in the inbox stops the task: its program ends and its copy is removed before
+    ``close()`` returns, well within the clean-up timeout."""
+    from robustsafe.experiments.launchers import RayLauncher
+
+    _, nodes = cluster
+    run = tmp_path / "run"
+    run.mkdir()
+    launcher = RayLauncher(cpus_per_run=2)
+    task = launcher.start(
+        ["-c", "print('running', flush=True); import time; time.sleep(600)"], run / "train.log", run
+    )
+
+    def ready() -> bool:
+        logs = [p for _, w in nodes.values() if w.is_dir() for p in w.rglob("train.log")]
+        return any("running" in p.read_text() for p in logs)
+
+    deadline = time.monotonic() + 120
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ready(), "the task did not start within 120 s"
+    launcher.request_stop(task._key)
+    launcher.stopped[task._key] = task._ref
+    start = time.monotonic()
+    launcher.close(cleanup_timeout=40)
+    took = time.monotonic() - start
+    left = {n: sorted(_files(w)) for n, (_, w) in nodes.items() if w.is_dir() and _files(w)}
+    assert not left, f"the task did not clean up on the driver's word: {left}"
+    assert took < 30, f"close() waited {took:.0f} s for the task to clean up"
+
+
 def test_sigterm_to_the_grid_cancels_its_ray_tasks(tmp_path, cluster):
     """``kill <grid>`` on the Ray backend: exit 130, the tasks stop and clean up, the same
     command resumes from what the driver holds."""
