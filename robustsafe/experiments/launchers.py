@@ -335,13 +335,14 @@ def run_in_task(
     ``stop_check_interval`` s (Ray's interrupt was seen lost on a loaded machine)."""
     import ray
 
-    ray.get(inbox.mark.remote(key, "started"))  # before anything is on this node's disk
-    base = os.environ.get(WORKDIR_ENV) or None
-    if base:
-        os.makedirs(base, exist_ok=True)
-    local = Path(tempfile.mkdtemp(prefix="robustsafe-run-", dir=base))
+    local: Path | None = None
     proc: subprocess.Popen | None = None
     try:
+        ray.get(inbox.mark.remote(key, "started"))  # before anything is on this node's disk
+        base = os.environ.get(WORKDIR_ENV) or None
+        if base:
+            os.makedirs(base, exist_ok=True)
+        local = Path(tempfile.mkdtemp(prefix="robustsafe-run-", dir=base))
         unpack(local, bundle)
         del bundle
         seen = {rel: (st.st_mtime_ns, st.st_size) for rel, st in _files(local).items()}
@@ -411,7 +412,7 @@ def _report_cleaned(inbox: Any, key: int, tries: int = 5) -> None:
             return
 
 
-def clean_up(proc: subprocess.Popen | None, local: Path, grace: float = 10.0) -> None:
+def clean_up(proc: subprocess.Popen | None, local: Path | None, grace: float = 10.0) -> None:
     """Stop ``proc`` (SIGTERM, then SIGKILL after ``grace`` s) and remove ``local``, whatever
     KeyboardInterrupts arrive meanwhile: Ray re-sends a cancel to a task still running after
     Ray's ``cancellation_retry_ms``, which would otherwise abort the clean-up half-way and
@@ -429,7 +430,8 @@ def clean_up(proc: subprocess.Popen | None, local: Path, grace: float = 10.0) ->
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-            shutil.rmtree(local, ignore_errors=True)
+            if local is not None:
+                shutil.rmtree(local, ignore_errors=True)
             return
         except KeyboardInterrupt:
             continue
