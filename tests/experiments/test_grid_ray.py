@@ -213,6 +213,19 @@ def test_a_run_whose_node_dies_resumes_on_the_other(tmp_path, cluster):
     )
 
 
+def wait_for_log_line(nodes: dict, text: str, timeout: float = 120.0) -> None:
+    """Until a ``train.log`` in some node's working directory holds ``text``."""
+
+    def seen() -> bool:
+        logs = [p for _, w in nodes.values() if w.is_dir() for p in w.rglob("train.log")]
+        return any(text in p.read_text() for p in logs)
+
+    deadline = time.monotonic() + timeout
+    while not seen() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert seen(), f"the task did not start within {timeout:.0f} s"
+
+
 def test_closing_the_launcher_waits_for_a_stopped_task_to_clean_its_node(tmp_path, cluster):
     """A stopped task has removed its node-local copy when ``close()`` returns: Ray kills a
     driver's workers when the driver exits, so a clean-up still running then would strand the
@@ -230,14 +243,7 @@ def test_closing_the_launcher_waits_for_a_stopped_task_to_clean_its_node(tmp_pat
     launcher = RayLauncher(cpus_per_run=2)
     task = launcher.start(["-c", slow_exit], run / "train.log", run)
 
-    def ready() -> bool:  # the program runs, with its handler, in a copy on some node
-        logs = [p for _, w in nodes.values() if w.is_dir() for p in w.rglob("train.log")]
-        return any("handler set" in p.read_text() for p in logs)
-
-    deadline = time.monotonic() + 120
-    while not ready() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert ready(), "the task did not start within 120 s"
+    wait_for_log_line(nodes, "handler set")  # the program runs, with its handler, on a node
     task.stop()
     launcher.close()
     left = {n: sorted(_files(w)) for n, (_, w) in nodes.items() if w.is_dir() and _files(w)}
@@ -258,14 +264,7 @@ def test_a_task_stops_and_cleans_up_on_the_drivers_word_alone(tmp_path, cluster)
         ["-c", "print('running', flush=True); import time; time.sleep(600)"], run / "train.log", run
     )
 
-    def ready() -> bool:
-        logs = [p for _, w in nodes.values() if w.is_dir() for p in w.rglob("train.log")]
-        return any("running" in p.read_text() for p in logs)
-
-    deadline = time.monotonic() + 120
-    while not ready() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert ready(), "the task did not start within 120 s"
+    wait_for_log_line(nodes, "running")
     launcher.request_stop(task._key)
     launcher.stopped[task._key] = task._ref
     start = time.monotonic()
