@@ -397,9 +397,9 @@ def run_in_task(
 
 
 def _report_cleaned(inbox: Any, key: int, tries: int = 5) -> None:
-    """Tell the driver that this task's node-local copy is gone: the driver waits for that
-    word, not for the task's result, which Ray may hand out as cancelled before the task's
-    clean-up has ended."""
+    """Tell the driver that this task's node-local copy is gone: ``close()`` waits for this
+    word, which says exactly that, rather than for the task's end (a task cancelled before it
+    started ends without it, and without a copy)."""
     import ray
 
     for _ in range(tries):
