@@ -14,7 +14,7 @@ benchmarks/results/compute/calibration.json; do not edit.
 FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
 MEASURED = {
     "SafetyAntCircle-v0/adv-mc": (2699.5, 1134.96, 1153.32, 17.76, 340.5, 4, 20, 2),
-    "SafetyAntCircle-v0/adv-mr": (2867.32, 1106.89, 1363.74, 17.34, 324.92, 3, 20, 2),
+    "SafetyAntCircle-v0/adv-mr": (3061.69, 1149.22, 1497.45, 18.75, 339.93, 4, 20, 2),
     "SafetyAntCircle-v0/random": (1452.1, 1023.34, 23.76, 22.38, 331.47, 5, 20, 2),
     "SafetyAntCircle-v0/sa-mad": (1632.16, 1068.14, 84.43, 28.33, 400.85, 5, 20, 2),
     "SafetyAntCircle-v0/sa-mc": (1737.25, 1117.95, 145.7, 27.7, 400.01, 4, 20, 2),
