@@ -42,11 +42,15 @@ def toy_env_id() -> str:
 
 @pytest.fixture
 def sb3():
-    """Stable-Baselines3 (the ``sb3`` extra, which the reproducible set-up installs): the test
-    skips without it, except under CI (``CI`` set), where its absence is a failure."""
-    import importlib
-    import os
+    """Stable-Baselines3 (the ``sb3`` extra): skips without it, fails without it under CI."""
+    from tiny_config import optional_module  # after the assert rewrite's registration above
 
-    if os.environ.get("CI"):
-        return importlib.import_module("stable_baselines3")
-    return pytest.importorskip("stable_baselines3", reason='pip install -e ".[sb3]"')
+    return optional_module("stable_baselines3", "sb3")
+
+
+@pytest.fixture
+def mujoco():
+    """MuJoCo (the ``mujoco`` extra): skips without it, fails without it under CI."""
+    from tiny_config import optional_module
+
+    return optional_module("mujoco", "mujoco")

@@ -307,8 +307,14 @@ def test_grid_dry_run_refuses_an_unimportable_env_module(tmp_path, capsys):
     assert "no_such_module" in capsys.readouterr().err
 
 
-def test_every_learner_has_its_words_in_train_help():
+def test_every_learner_has_its_words_in_train_help(capsys, monkeypatch):
     from robustsafe.cli.train import LEARNERS
     from robustsafe.config import ALGOS
 
     assert set(LEARNERS) == set(ALGOS)  # a new learner: its name in config.ALGOS, words here
+    monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps at the terminal's width, hyphens too
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = capsys.readouterr().out
+    for algo in ALGOS:
+        assert f"{algo} ({LEARNERS[algo]})" in text

@@ -106,7 +106,16 @@ def test_table1_markers_live_in_docs_results_and_the_export_fills_them():
     assert results.count(README_START) == 1 and results.count(README_END) == 1
     assert README_START not in README.read_text()
     updated = replace_between_markers(results, "| new |")
-    assert "| new |" in updated and updated.count(README_START) == 1
+    # the body sits between the markers, replacing what was there; the rest is untouched
+    before, inner, after = _split_at_markers(updated, README_START, README_END)
+    assert inner == "\n| new |\n"
+    assert (before, after) == _split_at_markers(results, README_START, README_END)[::2]
+
+
+def _split_at_markers(text: str, start: str, end: str) -> tuple[str, str, str]:
+    head, rest = text.split(start)
+    inner, tail = rest.split(end)
+    return head, inner, tail
 
 
 def test_the_study_cost_quoted_in_the_readme_and_usage_is_the_committed_one():

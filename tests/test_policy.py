@@ -32,9 +32,12 @@ def _numpy_fn(obs: np.ndarray) -> np.ndarray:
     return np.tanh(obs[:, :2])
 
 
-def _check_conformance(policy, obs_dim: int, act_dim: int, differentiable: bool) -> None:
+def _check_conformance(
+    policy, dims: tuple[int | None, int | None], obs_dim: int, act_dim: int, differentiable: bool
+) -> None:
+    """``dims``: the (obs_dim, act_dim) the policy reports (None where it cannot know)."""
     assert isinstance(policy, Policy)
-    assert policy.obs_dim in (obs_dim, None) and policy.act_dim in (act_dim, None)
+    assert (policy.obs_dim, policy.act_dim) == dims
     assert policy.differentiable is differentiable
     for dtype in (torch.float32, torch.float64):
         p = policy.double() if dtype == torch.float64 and isinstance(policy, nn.Module) else policy
@@ -51,9 +54,10 @@ def _check_conformance(policy, obs_dim: int, act_dim: int, differentiable: bool)
 
 
 def test_own_actor_torch_module_and_black_box_conform():
-    _check_conformance(GaussianActor(4, 2, (8,)), 4, 2, True)
-    _check_conformance(TorchPolicy(_tanh_module()), 4, 2, True)
-    _check_conformance(BlackBoxPolicy(_numpy_fn, 4, 2), 4, 2, False)
+    _check_conformance(GaussianActor(4, 2, (8,)), (4, 2), 4, 2, True)
+    # a plain module: its first layer tells the observation size; its output size only a call
+    _check_conformance(TorchPolicy(_tanh_module()), (4, None), 4, 2, True)
+    _check_conformance(BlackBoxPolicy(_numpy_fn, 4, 2), (4, 2), 4, 2, False)
     assert isinstance(as_policy(_tanh_module()), TorchPolicy)
     assert isinstance(as_policy(_numpy_fn), BlackBoxPolicy)
     actor = GaussianActor(4, 2, (8,))
@@ -197,7 +201,7 @@ def test_sb3_ppo_and_sac_policies_conform_and_match_predict(sb3):
         adapted = SB3Policy(sb3_policy)
         ref = sb3_policy.predict(obs.astype(np.float32), deterministic=True)[0]
         np.testing.assert_allclose(predict(adapted, obs), ref, atol=1e-5)
-        _check_conformance(adapted, 5, 2, True)
+        _check_conformance(adapted, (5, 2), 5, 2, True)
         dist = adapted.distribution(torch.as_tensor(obs, dtype=torch.float32))
         assert dist.loc.shape == (8, 2) and bool((dist.scale > 0).all())
     assert SB3Policy(ppo).action_std is not None and SB3Policy(sac).action_std is None

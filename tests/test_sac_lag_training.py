@@ -15,6 +15,7 @@ from tiny_config import (
     TINY_CLI,
     TOY,
     WalkToy,
+    agent_params,
     cli_evaluate,
     cli_train,
     full_and_resumed,
@@ -85,9 +86,13 @@ def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
 
 
 def test_sac_alpha_is_set_from_the_command_line(tmp_path):
-    run = tmp_path / "run"
-    assert sac_train(run, "--epochs", "1", "--set", "sac.alpha=0.01") == 0
-    assert load_agent(run).config.sac.alpha == 0.01
+    runs = {a: tmp_path / f"alpha{a}" for a in ("0.01", "0.1")}
+    for alpha, run in runs.items():
+        assert sac_train(run, "--epochs", "1", "--set", f"sac.alpha={alpha}") == 0
+    assert load_agent(runs["0.01"]).config.sac.alpha == 0.01
+    # the weight reaches the losses: same seed and data, another alpha, another actor
+    a, b = (agent_params(run, ("actor",)) for run in runs.values())
+    assert not torch.equal(a, b)
 
 
 def test_train_names_the_alpha_setting_for_the_grids_learner_form(tmp_path, capsys):

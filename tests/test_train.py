@@ -1,6 +1,8 @@
 import csv
+import itertools
 import math
 
+import torch
 from tiny_config import tiny_config
 
 from robustsafe.agent import load_agent
@@ -27,3 +29,8 @@ def test_smoke_training_writes_a_complete_run(tmp_path, toy_env_id):
     assert not math.isnan(float(rows[-1]["loss_q_cost"]))
     agent = load_agent(run)
     assert agent.obs_normalizer is not None and float(agent.obs_normalizer.count) == 240
+    # it learns: every epoch's update moves the actor, and the agent's log std with it
+    actors = [load_agent(p).actor.state_dict() for p in sorted(run.glob("checkpoints/*.pt"))]
+    for before, after in itertools.pairwise(actors):
+        assert any(not torch.equal(before[k], after[k]) for k in before)
+    assert len({r["log_std"] for r in rows}) == 3

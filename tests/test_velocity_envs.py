@@ -105,8 +105,7 @@ def test_an_old_gymnasium_model_rejected_by_mujoco_says_what_to_install(
         velocity_envs.make_velocity_env("Hopper")
 
 
-def test_real_swimmer_cost_follows_the_simulated_velocity() -> None:
-    pytest.importorskip("mujoco")
+def test_real_swimmer_cost_follows_the_simulated_velocity(mujoco) -> None:
     env = envs.make("RobustSafe/SafetySwimmerVelocity-v1", seed=0)
     assert env.max_episode_steps == 1000
     sim = env.env.unwrapped

@@ -7,12 +7,13 @@ import os
 import numpy as np
 import pytest
 from test_evaluate_attacks import toy_agent_dir  # noqa: F401  (the fixture)
+from tiny_config import optional_module
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.video import LABEL_HEIGHT, Episode, record_videos, side_by_side
 
-imageio = pytest.importorskip("imageio.v2")
+imageio = optional_module("imageio.v2", "video")
 
 
 def count_frames(path) -> int:

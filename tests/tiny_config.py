@@ -1,20 +1,31 @@
-"""The small training configurations the tests share, and the command-line steps of the learners'
-suites (train, evaluate, compare parameters) on the toy env."""
+"""The small training configurations the tests share, the command-line steps of the learners'
+suites (train, evaluate, compare parameters) on the toy env, and the optional extras' imports."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.config import PPOLagConfig, TrainConfig
+
+
+def optional_module(name: str, extra: str) -> Any:
+    """Import ``name``, from an optional extra that the reproducible set-up installs: a test that
+    needs it skips without it, except under CI (``CI`` set), where its absence is a failure."""
+    if os.environ.get("CI"):
+        return importlib.import_module(name)
+    return pytest.importorskip(name, reason=f'pip install -e ".[{extra}]"')
 
 
 def tiny_config(env_id: str, ppo: dict[str, Any] | None = None, **fields: Any) -> TrainConfig:
