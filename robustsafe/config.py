@@ -46,6 +46,7 @@ class PPOLagConfig:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if self.minibatch_size is not None and self.minibatch_size < 1:
             raise ValueError(f"minibatch_size must be >= 1 or None, got {self.minibatch_size}")
+        _positive_or_none(self, "actor_max_grad_norm", "critic_max_grad_norm")
         if not self.hidden or any(h < 1 for h in self.hidden):
             raise ValueError(
                 f"hidden must be a non-empty list of positive sizes, got {self.hidden}"
@@ -89,6 +90,9 @@ class FOCOPSConfig:
             raise ValueError("nu_lr and nu_max must be >= 0 and nu_init in [0, nu_max]")
         if self.minibatch_size is not None and self.minibatch_size < 1:
             raise ValueError(f"minibatch_size must be >= 1 or None, got {self.minibatch_size}")
+        _positive_or_none(self, "actor_max_grad_norm", "critic_max_grad_norm")
+        if self.cost_limit < 0:
+            raise ValueError(f"cost_limit must be >= 0, got {self.cost_limit}")
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,8 @@ class SACLagConfig:
             raise ValueError(f"sac.multiplier must be 'gradient' or 'pid', got {self.multiplier!r}")
         if self.alpha < 0 or self.lambda_init < 0 or self.lambda_lr < 0 or self.update_after < 0:
             raise ValueError("alpha, lambda_init, lambda_lr and update_after must be >= 0")
+        if self.cost_limit < 0:
+            raise ValueError(f"cost_limit must be >= 0, got {self.cost_limit}")
         if not 0.0 <= self.gamma < 1.0:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
         if not 0.0 <= self.polyak < 1.0:
@@ -224,13 +230,25 @@ class CVPOConfig:
             raise ValueError("alpha_std_max, update_after and cost_limit must be >= 0")
         if self.dual_init > self.dual_max:
             raise ValueError(f"dual_init ({self.dual_init}) must be <= dual_max ({self.dual_max})")
-        if self.actor_max_grad_norm is not None and self.actor_max_grad_norm <= 0:
-            raise ValueError("actor_max_grad_norm must be > 0 or None")
+        _positive_or_none(self, "actor_max_grad_norm")
         if not 0.0 <= self.gamma < 1.0:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
         if not 0.0 <= self.polyak < 1.0:
             raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
 
+
+# Seeds fit in 32 bits (numpy's and torch's generators; derived seeds add small offsets).
+MAX_SEED = 2**31 - 1
+
+# The settings that name a run (its directory and table row), each with the option that sets it:
+# ``--set`` refuses them, so that a run's name and its settings cannot disagree.
+NAMING_SETTINGS = {
+    "env_id": "env",
+    "seed": "seed",
+    "preset": "preset",
+    "algo": "algo",
+    "robust.mode": "mode",
+}
 
 # The learners of ``robustsafe train --algo``: on-policy (ppol, focops), off-policy (sac-lag,
 # cvpo).
@@ -406,8 +424,10 @@ class TrainConfig:
     def __post_init__(self) -> None:
         _positive(self, "epochs", "steps_per_epoch", "num_envs", "torch_threads")
         check_algo(self.algo)
-        if self.seed < 0:
-            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be in [0, {MAX_SEED}], got {self.seed}")
+        if self.checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         if self.workers < 0:
             raise ValueError(f"workers must be >= 0, got {self.workers}")
         if self.episode_steps is not None and self.episode_steps < 1:
@@ -462,6 +482,14 @@ def _positive(obj: Any, *names: str) -> None:
     for name in names:
         if getattr(obj, name) <= 0:
             raise ValueError(f"{name} must be > 0, got {getattr(obj, name)}")
+
+
+def _positive_or_none(obj: Any, *names: str) -> None:
+    """A gradient-norm cap: > 0, or None for none (a negative cap would flip the gradient)."""
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be > 0 or None (no clipping), got {value}")
 
 
 # ----------------------------------------------------------------------------- dict / YAML
@@ -572,6 +600,10 @@ def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConf
                 f"--set expects KEY=VALUE (for example ppo.actor_lr=1e-3), got {item!r}"
             )
         key, raw = item.split("=", 1)
+        if key in NAMING_SETTINGS:
+            raise ValueError(
+                f"--set {key}: this setting names the run; give --{NAMING_SETTINGS[key]} instead"
+            )
         node = data
         parts = key.split(".")
         for p in parts[:-1]:
@@ -580,7 +612,11 @@ def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConf
             node = node[p]
         if parts[-1] not in node:
             raise ValueError(f"--set {key}: unknown setting; known here: {sorted(node)}")
-        node[parts[-1]] = yaml.safe_load(raw)
+        try:
+            node[parts[-1]] = yaml.safe_load(raw)
+        except yaml.YAMLError as err:
+            problem = getattr(err, "problem", None) or type(err).__name__
+            raise ValueError(f"--set {key}: not a valid value ({problem}): {raw!r}") from None
     try:
         return from_dict(TrainConfig, data)
     except TypeError as err:

@@ -44,6 +44,8 @@ class PIDConfig:
         for name in ("kp", "ki", "kd"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0 (a PID gain), got {getattr(self, name)}")
+        if self.cost_limit < 0:  # episode costs are >= 0: a negative limit is never met
+            raise ValueError(f"cost_limit must be >= 0, got {self.cost_limit}")
         for name in ("p_ema", "d_ema", "fall_ema"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")

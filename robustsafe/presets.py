@@ -353,7 +353,12 @@ def resolve(
     if epochs is not None:
         cfg = replace(cfg, epochs=epochs)
     if total_steps is not None:
-        if total_steps < 1:
-            raise ValueError(f"--total-steps must be >= 1, got {total_steps}")
-        cfg = replace(cfg, epochs=max(1, math.ceil(total_steps / cfg.steps_per_epoch)))
+        cfg = replace(cfg, epochs=epochs_for_steps(total_steps, cfg.steps_per_epoch))
     return cfg
+
+
+def epochs_for_steps(total_steps: int, steps_per_epoch: int) -> int:
+    """The epochs of a run of ``--total-steps``: rounded up to whole epochs. Raises ValueError."""
+    if total_steps < 1:
+        raise ValueError(f"--total-steps must be >= 1, got {total_steps}")
+    return math.ceil(total_steps / steps_per_epoch)

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from robustsafe.config import TrainConfig, from_dict, to_dict
+from robustsafe.config import NAMING_SETTINGS, TrainConfig, from_dict, to_dict
 from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state, write_bytes_atomic
 
 
@@ -83,16 +83,6 @@ def _read_yaml(path: Path) -> Any:
         raise ValueError(f"{path}: not valid YAML{line}") from None
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: {err}") from None
-
-
-# The settings of a settings file that name a run (``robustsafe train``'s own options).
-NAMING_SETTINGS = {
-    "env_id": "env",
-    "seed": "seed",
-    "preset": "preset",
-    "algo": "algo",
-    "robust.mode": "mode",
-}
 
 
 def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:

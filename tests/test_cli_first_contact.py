@@ -100,6 +100,24 @@ def _settings(*argv: str):
         ("critics.lr=-1", "critics.lr must be >= 0, got -1.0"),
         ("pid.kp=-1", "pid.kp must be >= 0 (a PID gain), got -1.0"),
         ("robust.schedule=foo", "robust: unknown schedule 'foo'"),
+        ("pid.cost_limit=-5", "pid.cost_limit must be >= 0, got -5.0"),
+        ("focops.cost_limit=-1", "focops.cost_limit must be >= 0, got -1.0"),
+        ("sac.cost_limit=-1", "sac.cost_limit must be >= 0, got -1.0"),
+        ("checkpoint_every=-1", "checkpoint_every must be >= 0, got -1"),
+        # a negative cap would flip the clipped gradient's sign: ascent, silently
+        ("ppo.actor_max_grad_norm=-1", "ppo.actor_max_grad_norm must be > 0 or None"),
+        ("ppo.critic_max_grad_norm=0", "ppo.critic_max_grad_norm must be > 0 or None"),
+        ("focops.actor_max_grad_norm=-1", "focops.actor_max_grad_norm must be > 0 or None"),
+        # not YAML: a one-line error, not the parser's traceback; no tag constructs an object
+        ("ppo.hidden=[64, 64", "--set ppo.hidden: not a valid value"),
+        ("ppo.actor_lr=@x", "--set ppo.actor_lr: not a valid value"),
+        ("ppo.actor_lr=!!python/object/apply:os.getcwd []", "--set ppo.actor_lr: not a valid"),
+        # the settings that name a run: their own options, so that the name cannot disagree
+        ("seed=5", "--set seed: this setting names the run; give --seed instead"),
+        ("env_id=SafetyDroneRun-v0", "--set env_id: this setting names the run; give --env"),
+        ("algo=focops", "--set algo: this setting names the run; give --algo instead"),
+        ("robust.mode=adv-mc", "--set robust.mode: this setting names the run; give --mode"),
+        ("preset=paper", "--set preset: this setting names the run; give --preset instead"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_setting(item, message):
@@ -197,6 +215,27 @@ def test_resume_with_a_config_that_changes_settings_is_refused(toy_run_dir, tmp_
     file.write_text("ppo:\n  actor_lr: 0.5\n")
     with pytest.raises(CLIError, match=r"cannot resume .*--config .*ppo.actor_lr=0.5"):
         _settings("--resume", "--out", str(toy_run_dir), "--config", str(file))
+
+
+@pytest.mark.parametrize(
+    "length, message",
+    [
+        (["--total-steps", "0"], "--total-steps must be >= 1, got 0"),
+        (["--total-steps", "-99999"], "--total-steps must be >= 1, got -99999"),
+        (["--epochs", "0"], "epochs must be > 0, got 0"),
+    ],
+)
+def test_resume_checks_the_new_length_as_a_new_run_does(toy_run_dir, length, message):
+    with pytest.raises(CLIError) as err:
+        _settings("--resume", "--out", str(toy_run_dir), *length)
+    assert str(err.value).startswith(message)
+
+
+def test_a_seed_beyond_32_bits_is_refused_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--seed", str(2**31), "--out", str(out)]) == 2
+    assert "seed must be in [0, 2147483647], got 2147483648" in capsys.readouterr().err
+    assert not out.exists()
 
 
 @pytest.fixture

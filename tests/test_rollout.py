@@ -72,14 +72,18 @@ def test_collector_state_replays_to_the_same_point(toy_env_id):
     ]
 
 
-def test_multiplier_follows_episodes_longer_than_an_epoch(tmp_path, toy_env_id):
+class AlwaysCost(WalkToy):
+    def cost(self, x: float) -> float:
+        return 1.0
+
+
+def test_multiplier_follows_episodes_longer_than_an_epoch(tmp_path):
     # 8 steps per env per epoch, 20-step episodes: epochs 1-2 finish none, epoch 3 finishes
-    # one per env. With a negative cost limit every finished episode is "unsafe", so lambda
-    # must leave 0 exactly when the first episodes finish (before, every epoch restarted the
-    # episodes, none ever finished and lambda stayed 0 for good).
-    cfg = tiny_config(
-        toy_env_id, epochs=4, steps_per_epoch=32, num_envs=4, pid=PIDConfig(cost_limit=-1.0)
-    )
+    # one per env. A cost of 1 per step and a limit of 0 make every finished episode unsafe, so
+    # lambda must leave 0 exactly when the first episodes finish (before, every epoch restarted
+    # the episodes, none ever finished and lambda stayed 0 for good).
+    env_id = register_toy("RobustSafeToyAlwaysCost-v0", AlwaysCost, 20)
+    cfg = tiny_config(env_id, epochs=4, steps_per_epoch=32, num_envs=4, pid=PIDConfig(cost_limit=0))
     with pytest.warns(UserWarning, match="finished no episode"):
         run = train(cfg, tmp_path / "run", progress=False)
     rows = _rows(run)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import replace
 from pathlib import Path
 
 from robustsafe.cli._common import CLIError, add_env_workers_option
 from robustsafe.config import TrainConfig
-from robustsafe.presets import PRESETS, resolve
+from robustsafe.presets import PRESETS, epochs_for_steps, resolve
 from robustsafe.rundir import run_files_text
 
 # The --preset of train and grid when none is given: the quickstart's.
@@ -91,7 +90,7 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
             if args.epochs is not None:
                 cfg = replace(cfg, epochs=args.epochs)
             elif args.total_steps is not None:
-                cfg = replace(cfg, epochs=max(1, math.ceil(args.total_steps / cfg.steps_per_epoch)))
+                cfg = replace(cfg, epochs=epochs_for_steps(args.total_steps, cfg.steps_per_epoch))
         else:
             if file_sets:  # the file's own errors name the file
                 from robustsafe.config import apply_sets
