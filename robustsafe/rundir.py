@@ -314,7 +314,15 @@ def check_fresh(out: Path, force: bool) -> None:
         )
     if names <= _RESTARTABLE:
         if "config.yaml" not in names:
-            return
+            # a run writes config.yaml before its tb/ and provenance.json (and deletes it after
+            # them): without it, these are someone else's
+            if not names & {"tb", "provenance.json"}:
+                return
+            raise FileExistsError(
+                f"{out} holds {', '.join(sorted(names & {'tb', 'provenance.json'}))} but no "
+                "run's config.yaml; choose another --out, or pass --force to delete them and "
+                "start a new run"
+            )
         try:  # a run that died in its first epoch: nothing to lose
             load_run_config(out)
             return
@@ -333,7 +341,8 @@ def remove_run_files(out: Path, force: bool) -> None:
     """Delete the run files in ``out`` before a new run starts there: all of them with
     ``force``; else (a run that died in its first epoch) all but the grid's ``timings.json``,
     whose record of the attempts, and of the job now starting, goes on."""
-    for name in RUN_FILES:
+    # config.yaml last: a deletion stopped half-way leaves a run check_fresh still recognises
+    for name in (*(n for n in RUN_FILES if n != "config.yaml"), "config.yaml"):
         if name == TIMINGS_NAME and not force:
             continue
         path = out / name

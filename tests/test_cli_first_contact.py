@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,6 +237,42 @@ def test_a_seed_beyond_32_bits_is_refused_before_anything_is_written(tmp_path, c
     assert main(["train", "--seed", str(2**31), "--out", str(out)]) == 2
     assert "seed must be in [0, 2147483647], got 2147483648" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_module_named_in_a_file_is_imported_only_on_the_command_lines_word(
+    toy_run_dir, toy_env_id, tmp_path, monkeypatch, capsys
+):
+    """An env id ``module:Id`` makes gymnasium import ``module``: from a run's files or a settings
+    file that would run code on loading; from ``--env`` it is the user's word."""
+    import torch
+
+    marker = tmp_path / "imported"
+    (tmp_path / "sidemod.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env_id = f"sidemod:{toy_env_id}"
+    agent_file = tmp_path / "agent.pt"
+    data = torch.load(toy_run_dir / "agent.pt", weights_only=True)
+    data["config"]["env_id"] = env_id
+    torch.save(data, agent_file)
+    config = toy_run_dir / "config.yaml"
+    config.write_text(config.read_text().replace(f"env_id: {toy_env_id}", f"env_id: {env_id}"))
+    settings = tmp_path / "s.yaml"
+    settings.write_text(f"env_id: {env_id}\n")
+    evaluate = ["evaluate", "--run", str(agent_file), "--episodes", "1", "--num-envs", "1"]
+    evaluate += ["--env-workers", "0", "--no-progress", "--out", str(tmp_path / "e.json")]
+    for argv in (
+        evaluate,
+        ["xi-sweep", "--run", str(agent_file), "--episodes", "1", "--xi", "0.5"],
+        ["train", "--resume", "--out", str(toy_run_dir), "--epochs", "2"],
+        ["train", "--config", str(settings), "--out", str(tmp_path / "new")],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"give --env {env_id} to allow it" in err, err
+        assert not marker.exists() and "sidemod" not in sys.modules
+    assert main([*evaluate, "--env", env_id]) == 0
+    assert marker.exists()
+    sys.modules.pop("sidemod")
 
 
 @pytest.fixture

@@ -18,9 +18,26 @@ class CLIError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+def check_env_module(env_id: str, source: str) -> None:
+    """CLIError for an env id read from a file (``source``) of the form ``module:Id`` whose module
+    is not imported yet: building it would import the module, running its code, and loading a
+    file never does that. The same id given with ``--env`` on the command line is the user's
+    word, and goes."""
+    module = env_id.rsplit(":", 1)[0] if ":" in env_id else None
+    if module and module not in sys.modules:
+        raise CLIError(
+            f"{source} names the environment {env_id!r}, whose module {module!r} would be "
+            f"imported (running its code); a file alone never makes robustsafe import code: "
+            f"give --env {env_id} to allow it"
+        )
+
+
 def run_agent_env(args: argparse.Namespace, agent, doing: str) -> str:
     """The env id a ``--run`` agent acts in (``--env``, else its own task); CLIError for
-    another task unless ``--allow-other-env``. ``doing``: what it would do there."""
+    another task unless ``--allow-other-env``, and for the agent's own ``module:Id`` task unless
+    ``--env`` names it. ``doing``: what it would do there."""
+    if args.env is None:
+        check_env_module(agent.config.env_id, "the agent file")
     env_id = args.env or agent.config.env_id
     if env_id != agent.config.env_id and not args.allow_other_env:
         raise CLIError(

@@ -13,9 +13,11 @@ from robustsafe.cli._common import (
     _open_vec_env,
     _write_or_keep,
     add_allow_large_eps_option,
+    add_allow_other_env_option,
     add_env_workers_option,
     check_derived_prefix,
     check_epsilon_budget,
+    run_agent_env,
 )
 
 
@@ -43,9 +45,8 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     run = Path(args.run)
     out = Path(args.out) if args.out else (run if run.is_dir() else run.parent) / XI_EVAL_NAME
     _check_output(out, args.force, XI_EVAL_NAME)  # before any episode runs
-    vec = _open_vec_env(
-        args, agent.config.env_id, min(args.num_envs, args.episodes), agent.config.env_kwargs
-    )
+    env_id = run_agent_env(args, agent, "its numbers there would describe")
+    vec = _open_vec_env(args, env_id, min(args.num_envs, args.episodes), agent.config.env_kwargs)
     try:
         results = evaluate_xi_sweep(
             agent,
@@ -64,7 +65,7 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     payload = {
         "format": XI_FORMAT,
         "agent": str(args.run),
-        "env_id": agent.config.env_id,
+        "env_id": env_id,
         **_agent_eval_fields(args, agent),
         "epsilon": eps,
         "xi_values": xis,
@@ -126,6 +127,8 @@ def add_xi_sweep(sub: argparse._SubParsersAction) -> None:
     )
     xs.add_argument("--run", required=True, help="run directory or agent .pt file")
     xs.add_argument("--xi", default="0.05,0.1,0.2,0.3,0.5,0.75", help="fractions attacked")
+    xs.add_argument("--env", help="environment id (default: the agent's)")
+    add_allow_other_env_option(xs, "sweep a --run agent")
     xs.add_argument("--eps", type=float, help="epsilon (default: the run's robust.epsilon)")
     xs.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
     xs.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")

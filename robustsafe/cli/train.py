@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError, add_env_workers_option
+from robustsafe.cli._common import CLIError, add_env_workers_option, check_env_module
 from robustsafe.config import TrainConfig
 from robustsafe.presets import PRESETS, epochs_for_steps, resolve
 from robustsafe.rundir import run_files_text
@@ -67,6 +67,8 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
         except (ValueError, FileNotFoundError) as err:
             raise CLIError(str(err)) from None
     given = {k: getattr(args, k) for k in _TRAIN_DEFAULTS if getattr(args, k) is not None}
+    if "env" in file_named and "env" not in given:
+        check_env_module(file_named["env"], f"--config {args.config}")
     named = {**_TRAIN_DEFAULTS, **file_named, **given}  # preset < --config FILE < options
     learner = "" if named["algo"] == "ppol" else f"{named['algo']}-"
     out = (
@@ -80,6 +82,8 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
         if args.resume:  # continue with the saved settings; only the length may change
             check_resumable(out)  # the lock first: a first epoch being written has no state.pt
             cfg = load_run_config(out)
+            if "env" not in given:
+                check_env_module(cfg.env_id, f"{out / 'config.yaml'}")
             conflicts = _resume_conflicts(cfg, args, given, file_named, file_sets)
             if conflicts:
                 raise ValueError(
@@ -92,6 +96,13 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
             elif args.total_steps is not None:
                 cfg = replace(cfg, epochs=epochs_for_steps(args.total_steps, cfg.steps_per_epoch))
         else:
+            mine = args.config is not None and not args.force
+            if mine and Path(args.config).resolve() == (out / "config.yaml").resolve():
+                raise ValueError(
+                    f"--config {args.config} is the file a new run in {out} writes its settings "
+                    "to; copy it elsewhere, pass --resume to continue that run, or --force to "
+                    "replace it"
+                )
             if file_sets:  # the file's own errors name the file
                 from robustsafe.config import apply_sets
                 from robustsafe.presets import preset

@@ -227,8 +227,13 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
     with pytest.raises(RuntimeError, match="another grid"):
         run_grid(spec, log=lambda s: None)
     lock.write_text("999999999")  # no such process
+    previous = (second[1].run_dir / "eval.json").read_text()
     assert [r.train for r in run_grid(spec, log=lambda s: None)] == ["skipped"] * 2
     assert not lock.exists()
+    # the stale evaluation was run again (the newer agent's), the previous one kept beside it
+    (kept_eval,) = second[1].run_dir.glob("eval.replaced-*.json")
+    assert kept_eval.read_text() == previous
+    assert not list(second[0].run_dir.glob("*.replaced-*"))  # current: neither run nor kept
 
     # a run holding other settings than the grid's is noted, and refused before anything runs
     changed = dataclasses.replace(spec, train_args=(*spec.train_args, "--set", "ppo.actor_lr=1"))

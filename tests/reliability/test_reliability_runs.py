@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 
 import pytest
 import torch
@@ -139,6 +140,38 @@ def test_a_foreign_directory_is_refused_in_one_line(tmp_path, capsys):
     (tmp_path / "plain").write_text("x")
     assert cli_train(tmp_path / "plain", "--epochs", "1") == 2
     assert one_line_error(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("names", [("tb",), ("provenance.json",), ("tb", "provenance.json")])
+def test_a_runs_own_names_without_its_config_are_someone_elses(tmp_path, capsys, names):
+    # a run writes config.yaml before tb/ and provenance.json, and deletes it after them: without
+    # it they are not a run's that died, and a new run keeps off them without --force
+    out = tmp_path / "data"
+    (out / "tb").mkdir(parents=True)
+    (out / "tb" / "events.out.mine").write_text("mine")
+    (out / "provenance.json").write_text("{}")
+    for name in {"tb", "provenance.json"} - set(names):
+        target = out / name
+        target.unlink() if target.is_file() else shutil.rmtree(target)
+    assert cli_train(out, "--epochs", "1") == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "but no run's config.yaml" in err and "--force" in err
+    assert sorted(p.name for p in out.iterdir()) == sorted(names)
+    assert cli_train(out, "--epochs", "1", "--force") == 0
+
+
+def test_a_settings_file_in_the_runs_own_place_is_not_replaced(tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    text = "# my settings\nppo:\n  actor_lr: 0.001\n"
+    (out / "config.yaml").write_text(text)
+    assert cli_train(out, "--config", str(out / "config.yaml"), "--epochs", "1") == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "the file a new run in" in err
+    assert (out / "config.yaml").read_text() == text
+    # elsewhere it is only read
+    assert cli_train(tmp_path / "run", "--config", str(out / "config.yaml"), "--epochs", "1") == 0
+    assert load_run_config(tmp_path / "run").ppo.actor_lr == 0.001
 
 
 def test_a_run_killed_in_its_first_epoch_restarts(tmp_path):

@@ -15,13 +15,20 @@ def train_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
     """The ``robustsafe train`` arguments of a planned run (after ``python``)."""
     if plan.action == "resume":  # the saved settings go on; only the length may change
         cmd = ["-m", "robustsafe.cli", "train", "--out", str(plan.run_dir), "--resume"]
-        return [*cmd, *_length_args(spec.train_args), "--no-progress"]
+        return [*cmd, *_env_module_args(plan), *_length_args(spec.train_args), "--no-progress"]
     cmd = ["-m", "robustsafe.cli", "train", "--env", plan.env_id, "--mode", plan.mode]
     if plan.algo != "ppol":
         algo, variant_sets = split_algo(plan.algo)  # sac-lag:ALPHA sets sac.alpha
         cmd += ["--algo", algo, *(x for item in variant_sets for x in ("--set", item))]
     cmd += ["--seed", str(plan.seed), "--preset", spec.preset, "--out", str(plan.run_dir)]
     return [*cmd, *spec.train_args, "--no-progress"]
+
+
+def _env_module_args(plan: PlannedRun) -> list[str]:
+    """``--env ID`` for a ``module:Id`` task, whose module the commands that read the id from
+    the run's files import only on the command line's word; none for the others (their id
+    comes from the run's files)."""
+    return ["--env", plan.env_id] if ":" in plan.env_id else []
 
 
 def _length_args(train_args: Sequence[str]) -> list[str]:
@@ -55,6 +62,7 @@ def evaluate_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
         str(spec.eval_seed),
         "--out",
         str(plan.run_dir / "eval.json"),
+        *_env_module_args(plan),
         "--force",  # a stale evaluation of this run is replaced
         "--env-workers",
         str(spec.eval_workers),
@@ -70,6 +78,7 @@ def extra_command(spec: GridSpec, plan: PlannedRun, name: str) -> list[str]:
 
     common = ["--episodes", str(spec.episodes), "--seed", str(spec.eval_seed)]
     common += ["--out", str(plan.run_dir / name), "--force"]  # a stale evaluation is replaced
+    common += _env_module_args(plan)
     common += ["--env-workers", str(spec.eval_workers)]
     common += ["--num-envs", str(spec.eval_num_envs)]
     eps = ["--eps", repr(float(plan.epsilon))]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable
@@ -159,6 +160,8 @@ def _execute(
     pending: deque[_Job] = deque()
     # Evaluations of already-finished runs first (quick, and they need no training).
     for i, p in enumerate(plan):
+        if p.action == "skip":
+            _keep_previous(p.run_dir, ["eval.json"] * p.evaluate + list(p.extra), log)
         if p.action == "skip" and p.evaluate:
             pending.append(_eval_job(spec, i, p))
         if p.action == "skip":
@@ -321,6 +324,20 @@ def _process_exists(pid: int) -> bool:
     except PermissionError:
         return True  # it exists, under another user
     return True
+
+
+def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) -> None:
+    """A copy of each evaluation file ``names`` of a finished run that a new evaluation is about
+    to replace (other episodes, seed, attackers or epsilon, or an agent newer than the file):
+    NAME.replaced-STAMP.json beside it (no table reads it), so that no measurement is lost to
+    a changed option."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for name in names:
+        path = run_dir / name
+        if path.is_file():
+            kept = path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}")
+            shutil.copy2(path, kept)
+            log(f"[grid] {path} is evaluated again; the previous one is kept as {kept}")
 
 
 def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
