@@ -53,6 +53,15 @@ def add_allow_other_env_option(parser: argparse.ArgumentParser, what: str) -> No
     )
 
 
+def add_derived_force_option(parser: argparse.ArgumentParser) -> None:
+    """The ``--force`` of table, plot and report."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace files at --out that robustsafe did not write (its own are rebuilt in place)",
+    )
+
+
 def add_allow_large_eps_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-large-eps",
@@ -128,11 +137,17 @@ def check_out_dir(out: str | Path) -> None:
         raise CLIError(f"--out {out}{inner} is a file, not a directory")
 
 
-def _check_derived_output(path: Path, suffixes: tuple[str, ...]) -> None:
+# How the derived files of table, plot and report begin: an existing file at their --out that
+# does not is someone else's, replaced only with --force.
+_DERIVED_CSV_HEAD = b"env,method,"
+_REPORT_HEAD = b"<title>RobustSafe report"
+
+
+def _check_derived_output(path: Path, suffixes: tuple[str, ...], force: bool = False) -> None:
     """Refuse, before any work, a derived output (table, figure, page: rebuilt in place) that
     would replace measured data or trained state: an existing file with a suffix other than
     ``suffixes`` (the command's own), or a run directory's ``metrics.csv``; or a path under a
-    file."""
+    file. Without ``force``, also an existing CSV or HTML page that is not one of ours."""
     blocking = _file_in_the_way(path.parents)
     if blocking is not None:
         raise CLIError(f"--out: {blocking} is a file, not a directory, so {path} cannot be written")
@@ -145,16 +160,46 @@ def _check_derived_output(path: Path, suffixes: tuple[str, ...]) -> None:
             f"--out would replace {path}, which this command does not write "
             "(measured data or another file); choose another --out"
         )
+    head = _file_head(path)
+    ours = (
+        head.startswith(_DERIVED_CSV_HEAD)
+        if path.suffix.lower() == ".csv"
+        else _REPORT_HEAD in head
+    )
+    if not (force or ours):
+        raise CLIError(
+            f"--out would replace {path}, which robustsafe did not write; choose another --out, "
+            "or pass --force to replace it"
+        )
 
 
-def check_derived_prefix(prefix: Path) -> Path:
-    """``prefix`` of a command's derived files (PREFIX.csv, .png, ...), refused before any work
-    if it names no file (``.``, ``..``, ``/``) or its CSV would replace measured data."""
+def _file_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(512)
+    except OSError:
+        return b""
+
+
+def check_derived_prefix(prefix: Path, force: bool = False) -> Path:
+    """``prefix`` of a command's derived files (PREFIX.csv, .md, .png, ...), refused before any
+    work if it names no file (``.``, ``..``, ``/``) or its CSV would replace measured data; without
+    ``force``, also if PREFIX.csv is not one of ours, or, without it, another PREFIX file exists
+    (every command writes the CSV with the others)."""
     if prefix.name in ("", ".", ".."):
         raise CLIError(
             f"--out {prefix} names a folder; give a file prefix, e.g. {prefix / 'table'}"
         )
-    _check_derived_output(prefix.with_name(prefix.name + ".csv"), (".csv",))
+    csv = prefix.with_name(prefix.name + ".csv")
+    _check_derived_output(csv, (".csv",), force)
+    if not (force or csv.exists()):
+        for suffix in (".md", ".tex", ".png", ".pdf"):
+            other = prefix.with_name(prefix.name + suffix)
+            if other.is_file():
+                raise CLIError(
+                    f"--out would replace {other}, which robustsafe did not write (no "
+                    f"{csv.name} of ours beside it); choose another --out, or pass --force"
+                )
     return prefix
 
 

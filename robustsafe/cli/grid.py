@@ -14,6 +14,7 @@ from pathlib import Path
 from robustsafe.cli._common import (
     CLIError,
     _check_derived_output,
+    add_derived_force_option,
     add_renamed_option,
     check_derived_prefix,
     check_out_dir,
@@ -165,7 +166,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
     runs = Path(args.runs_dir)
-    prefix = check_derived_prefix(Path(args.out) if args.out else runs / "table")
+    prefix = check_derived_prefix(Path(args.out) if args.out else runs / "table", args.force)
     try:
         table = collect_table(runs, average=args.average)
         print(format_markdown(table))
@@ -185,7 +186,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.out is not None:
         if Path(args.out).suffix.lower() not in (".html", ".htm"):  # else it cannot be rebuilt
             raise CLIError(f"--out {args.out}: the report is an HTML page; name it *.html")
-        _check_derived_output(Path(args.out), (".html", ".htm"))
+        _check_derived_output(Path(args.out), (".html", ".htm"), args.force)
     try:
         page, notes = write_report(args.runs_dir, args.out)
     except ValueError as err:
@@ -319,6 +320,7 @@ def add_table(sub: argparse._SubParsersAction) -> None:
     tb = sub.add_parser("table", help="the paper's Table 1 from a directory of evaluations")
     tb.add_argument("runs_dir", help="directory searched for eval.json files")
     tb.add_argument("--out", help="output prefix (default: RUNS_DIR/table): .md, .csv, .tex")
+    add_derived_force_option(tb)
     tb.add_argument(
         "--no-appendix",
         action="store_true",
@@ -342,4 +344,5 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     )
     rp.add_argument("runs_dir", help="directory of run directories (as robustsafe grid writes)")
     rp.add_argument("--out", help="HTML file (default: RUNS_DIR/report.html)")
+    add_derived_force_option(rp)
     rp.set_defaults(func=cmd_report)

@@ -14,6 +14,7 @@ from robustsafe.cli._common import (
     _write_or_keep,
     add_allow_large_eps_option,
     add_allow_other_env_option,
+    add_derived_force_option,
     add_env_workers_option,
     check_derived_prefix,
     check_epsilon_budget,
@@ -82,18 +83,18 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _figure_prefix(out: str) -> Path:
+def _figure_prefix(out: str, force: bool) -> Path:
     """``--out fig``, ``fig.png`` or ``fig.pdf``: the prefix of fig.png, fig.pdf, fig.csv (not
-    one whose CSV would replace a run's metrics.csv)."""
+    one whose CSV would replace a run's metrics.csv, nor, without ``force``, another's files)."""
     path = Path(out)
     prefix = path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
-    return check_derived_prefix(prefix)
+    return check_derived_prefix(prefix, force)
 
 
 def cmd_plot_curves(args: argparse.Namespace) -> int:
     from robustsafe.experiments.plots import load_training_run, write_curves_figure
 
-    prefix = _figure_prefix(args.out)
+    prefix = _figure_prefix(args.out, args.force)
     try:
         runs = [load_training_run(r) for r in args.runs]
         paths, notes = write_curves_figure(runs, prefix, args.smooth)
@@ -108,7 +109,7 @@ def cmd_plot_curves(args: argparse.Namespace) -> int:
 def cmd_plot_sweep(args: argparse.Namespace) -> int:
     from robustsafe.experiments.plots import load_sweep_file, write_sweep_figure
 
-    prefix = _figure_prefix(args.out)
+    prefix = _figure_prefix(args.out, args.force)
     attacks = None
     if args.attacks:
         attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]
@@ -163,6 +164,7 @@ def add_plot(sub: argparse._SubParsersAction) -> None:
     pc.add_argument(
         "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
     )
+    add_derived_force_option(pc)
     pc.add_argument(
         "--smooth",
         type=int,
@@ -179,6 +181,7 @@ def add_plot(sub: argparse._SubParsersAction) -> None:
     ps.add_argument(
         "--out", required=True, help="output prefix: writes OUT.png, OUT.pdf and OUT.csv"
     )
+    add_derived_force_option(ps)
     ps.add_argument(
         "--attacks",
         help="comma-separated attackers to draw (default: all evaluated), e.g. "

@@ -89,6 +89,42 @@ def test_derived_outputs_never_replace_measured_data(cli_run, tmp_path, capsys):
     assert page.stat().st_size > 0 and (tmp_path / "curves.csv").exists()
 
 
+def test_derived_outputs_keep_off_a_users_files_without_force(cli_run, tmp_path, capsys):
+    """A CSV, figure or page at --out that robustsafe did not write (its first bytes are not
+    ours) is replaced only with --force; the refusal comes before any work."""
+    evaluation = ["evaluate", "--run", str(cli_run), *EVAL, "--attacks", "none,random"]
+    assert main([*evaluation, "--out", str(cli_run / "eval.json")]) == 0
+    table = tmp_path / "grid" / "table"
+    assert main(["table", str(cli_run.parent), "--out", str(table)]) == 0  # its own files
+    capsys.readouterr()
+    mine = tmp_path / "mine"
+    cases = [
+        (["table", str(cli_run.parent)], ".csv", "step,loss\n1,0.5\n"),
+        (["table", str(cli_run.parent)], ".md", "# my notes\n"),
+        (["plot", "curves", str(cli_run)], ".csv", "mydata\n"),
+        (["plot", "curves", str(cli_run)], ".png", "not a figure of ours"),
+        (["report", str(cli_run.parent)], ".html", "<html><title>Mine</title></html>"),
+    ]
+    for argv, suffix, text in cases:
+        path = mine.with_name(mine.name + suffix)
+        path.write_text(text)
+        out = str(path) if suffix == ".html" else str(mine)
+        assert main([*argv, "--out", out]) == 2, argv
+        captured = capsys.readouterr()
+        assert one_line_error(captured.err) and "robustsafe did not write" in captured.err
+        assert "--force" in captured.err and "written" not in captured.out
+        assert path.read_text() == text
+        assert main([*argv, "--out", out, "--force"]) == 0, argv
+        assert path.read_bytes() != text.encode() and "written" in capsys.readouterr().out
+        for written in tmp_path.glob("mine*"):
+            written.unlink()
+    # the grid's own table and a page of ours are rebuilt in place without --force
+    assert main(["table", str(cli_run.parent), "--out", str(table)]) == 0
+    page = tmp_path / "page.html"
+    for _ in range(2):
+        assert main(["report", str(cli_run.parent), "--out", str(page)]) == 0
+
+
 def test_evaluate_does_not_replace_a_file_without_force(cli_run, tmp_path, capsys):
     out = tmp_path / "eval.json"
     out.write_text("precious")
