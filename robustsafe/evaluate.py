@@ -145,6 +145,11 @@ def run_episodes(
             with torch.enable_grad():
                 obs_t = attack(agent, obs_t, RowGenerators(streams))
         act = agent.actor.deterministic_action(obs_t).to(torch.float32)
+        if not bool(torch.isfinite(act).all()):  # the env would fail deep inside its physics
+            raise ValueError(
+                f"the policy returned a non-finite action (NaN or inf) for observation "
+                f"{obs_t[~torch.isfinite(act).all(dim=1)][0].tolist()}"
+            )
         step = vec.step(act.numpy(), reset_seeds=upcoming)
         for ep in step.episodes:
             k = ep.env_index

@@ -107,6 +107,21 @@ def test_evaluate_and_fit_critics_refuse_a_black_box_before_any_episode():
         evaluate_policy(TorchPolicy(_tanh_module()), "NoSuchEnv-v0", attacks=["mr"])
 
 
+def test_a_policy_returning_nan_actions_is_named_before_the_env_steps(toy_env_id):
+    from robustsafe.evaluate import evaluate_policy
+
+    def broken(obs: np.ndarray) -> np.ndarray:
+        act = np.zeros((len(obs), 1))
+        act[obs[:, 0] > 0] = np.nan  # some states only
+        return act
+
+    policy = BlackBoxPolicy(broken, 2, 1)
+    with pytest.raises(
+        ValueError, match=r"non-finite action \(NaN or inf\) for observation \[0\.\d"
+    ):
+        evaluate_policy(policy, toy_env_id, episodes=4, num_envs=2)
+
+
 def test_agent_predict_takes_float64_and_single_observations():
     from robustsafe.agent import build_networks
     from robustsafe.config import TrainConfig

@@ -356,6 +356,9 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
         columns["epoch"] = np.array([int(r["epoch"]) for r in rows])
     except (KeyError, ValueError):
         raise ValueError(f"{run_dir / 'metrics.csv'}: needs an integer 'epoch' column") from None
+    steps = columns.get("env_steps")
+    if steps is None or not np.all(np.isfinite(steps)):  # the x axis of every curve
+        raise ValueError(f"{run_dir / 'metrics.csv'}: needs a numeric 'env_steps' in every row")
     return TrainingRun(
         path=str(run_dir),
         env_id=cfg.env_id,

@@ -206,6 +206,18 @@ def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
     return sorted(root.rglob("eval.json"))
 
 
+def _episode(record: dict) -> tuple[float, float]:
+    """(reward, cost) of one episode record; ValueError unless both are finite numbers (not
+    booleans) and the cost is >= 0."""
+    reward, cost = record["reward"], record["cost"]
+    if not (_is_number(reward) and _is_number(cost)):
+        raise ValueError("not numbers")
+    reward, cost = float(reward), float(cost)
+    if not (math.isfinite(reward) and math.isfinite(cost) and cost >= 0):
+        raise ValueError("not finite, or a negative cost")
+    return reward, cost
+
+
 def load_eval_file(path: str | PathLike) -> EvalFile:
     """Read one ``eval.json``; ValueError (naming the file) if it cannot be used."""
     path = Path(path)
@@ -222,8 +234,8 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
                 "evaluate the run again)"
             )
     results = data.get("results")
-    if not isinstance(results, list):
-        raise ValueError(f"{path}: no 'results' list")
+    if not isinstance(results, list) or not results:
+        raise ValueError(f"{path}: no 'results' list, or an empty one")
     episodes: dict[str, tuple[tuple[float, float], ...]] = {}
     epsilons: dict[str, float] = {}
     for entry in results:
@@ -238,13 +250,18 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
                 "(evaluate with a single --eps)"
             )
         eps_list = entry.get("episodes")
-        if not isinstance(eps_list, list):
+        if not isinstance(eps_list, list) or not eps_list:
             raise ValueError(f"{path}: attacker {attack!r} has no per-episode records")
         try:
-            episodes[attack] = tuple((float(e["reward"]), float(e["cost"])) for e in eps_list)
-            epsilons[attack] = float(eps)
+            episodes[attack] = tuple(_episode(e) for e in eps_list)
         except (KeyError, TypeError, ValueError):
-            raise ValueError(f"{path}: attacker {attack!r} has malformed episodes") from None
+            raise ValueError(
+                f"{path}: attacker {attack!r} has malformed episodes (each needs a finite "
+                "'reward' and a finite 'cost' >= 0)"
+            ) from None
+        if not (_is_number(eps) and math.isfinite(eps) and eps >= 0):
+            raise ValueError(f"{path}: attacker {attack!r} has epsilon {eps!r}, not a number >= 0")
+        epsilons[attack] = float(eps)
     seed = data.get("train_seed")
     epoch = data.get("agent_epoch")
     algo = data.get("train_algo", "ppol")

@@ -332,6 +332,31 @@ def test_unusable_files_are_left_out_with_a_note(tmp_path):
         collect_table(tmp_path / "missing")
 
 
+@pytest.mark.parametrize(
+    "reward, cost",
+    [(float("nan"), 0.0), (1.0, float("nan")), (True, 0.0), (1.0, False), (1.0, -1e300)],
+)
+def test_an_evaluation_with_impossible_episodes_is_left_out(tmp_path, reward, cost):
+    write_eval(tmp_path, "vanilla", 0, uniform(1.0, 0.0))
+    bad = uniform(1.0, 0.0)
+    bad["mc"] = [(1.0, 0.0), (reward, cost)]
+    write_eval(tmp_path, "adv-mc", 0, bad)
+    table = collect_table(tmp_path)
+    assert [r.mode for r in table.rows] == ["vanilla"]
+    assert any("'mc' has malformed episodes" in n for n in table.notes)
+
+
+def test_an_evaluation_without_results_or_episodes_is_left_out(tmp_path):
+    write_eval(tmp_path, "vanilla", 0, uniform(1.0, 0.0))
+    empty = write_eval(tmp_path, "adv-mc", 0, uniform(1.0, 0.0))
+    empty.write_text(empty.read_text().replace('"results": [', '"results": [], "old": ['))
+    no_episodes = write_eval(tmp_path, "adv-mr", 0, {**uniform(1.0, 0.0), "mr": []})
+    table = collect_table(tmp_path)
+    assert [r.mode for r in table.rows] == ["vanilla"]
+    assert any(f"{empty}: no 'results' list, or an empty one" in n for n in table.notes)
+    assert any(f"{no_episodes}: attacker 'mr' has no per-episode" in n for n in table.notes)
+
+
 def test_method_names():
     assert method_name("vanilla") == "PPOL-vanilla"
     assert method_name("sa-mad") == "SA-PPOL(MAD)"

@@ -147,6 +147,11 @@ def test_curves_cut_to_common_epochs_and_refuse_duplicate_seed(tmp_path, capsys)
         plots.curve_series([runs[0], runs[0]])
     assert main(["plot", "curves", str(tmp_path / "nothing"), "--out", str(tmp_path / "f")]) == 2
     assert capsys.readouterr().err.count("not a run directory") == 1  # said once
+    # the x axis of every curve: a row without a numeric env_steps is refused, not plotted as NaN
+    metrics = a / "metrics.csv"
+    metrics.write_text(metrics.read_text().replace("\n2,8000,", "\n2,x,"))
+    with pytest.raises(ValueError, match="needs a numeric 'env_steps' in every row"):
+        plots.load_training_run(a)
 
 
 # ----------------------------------------------------------------------------- Figure 2
