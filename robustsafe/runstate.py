@@ -18,6 +18,7 @@ import os
 import pickle
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -165,7 +166,11 @@ def load_state(path: str | Path) -> Any:
 
 
 def safe_torch_load(path: Path) -> Any:
-    """``torch.load`` of tensors and plain values only, without torch's warnings on stderr."""
+    """``torch.load`` of tensors and plain values only, without torch's warnings on stderr.
+    A file that is not ``torch.save``'s zip archive (truncated, damaged, text) is a ValueError
+    that says so, rather than the unpickler's puzzle."""
+    if Path(path).is_file() and not zipfile.is_zipfile(path):
+        raise ValueError("not a file written by torch.save: truncated, damaged or another format")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. about the pickle protocol of a foreign file
         return torch.load(path, map_location="cpu", weights_only=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from robustsafe.cli._common import (
@@ -110,6 +111,9 @@ def cmd_plot_sweep(args: argparse.Namespace) -> int:
     from robustsafe.experiments.plots import load_sweep_file, write_sweep_figure
 
     prefix = _figure_prefix(args.out, args.force)
+    limit = args.cost_limit
+    if limit is not None and not (math.isfinite(limit) and limit >= 0):
+        raise CLIError(f"--cost-limit must be a number >= 0, got {limit}")
     attacks = None
     if args.attacks:
         attacks = [a.strip() for a in args.attacks.split(",") if a.strip()]

@@ -14,6 +14,10 @@ def _one_policy_source(args: argparse.Namespace) -> None:
         raise CLIError(f"give one of --run, --policy, --sb3, not {' and '.join(given)}")
     if args.run is not None and getattr(args, "critics", None) is not None:
         raise CLIError("--critics is for --policy/--sb3; a --run agent has its own critics")
+    if args.trust_pickle and args.sb3 is None:  # an option that does nothing is a mistake
+        raise CLIError("--trust-pickle is for --sb3 (how its zip is loaded); drop it")
+    if args.action_std is not None and args.policy is None:
+        raise CLIError("--action-std is for --policy (a torch module's exploration); drop it")
 
 
 def _foreign_policy(args: argparse.Namespace):

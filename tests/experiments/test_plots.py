@@ -252,6 +252,9 @@ def test_sweep_attack_filter_cost_limit_option_and_errors(tmp_path, captured, ca
     files = write_sweeps(tmp_path)
     out = tmp_path / "f"
     args = ["plot", "sweep", str(files[0]), "--out", str(out), "--attacks", "mr"]
+    for bad in ("-1", "nan"):
+        assert main([*args, "--cost-limit", bad]) == 2
+        assert "--cost-limit must be a number >= 0" in capsys.readouterr().err
     assert main([*args, "--cost-limit", "25"]) == 0
     reward, cost = captured[0].axes
     labels = [ln.get_label() for ln in reward.get_lines()]

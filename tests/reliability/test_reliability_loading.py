@@ -59,7 +59,8 @@ def test_a_planted_agent_file_runs_no_code(tmp_path, capsys):
     agent = tmp_path / "agent.pt"
     torch.save({"format": "robustsafe-agent", "x": _Payload(marker)}, agent)
     assert main(["evaluate", "--run", str(agent)]) == 2
-    assert one_line_error(capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "never loaded, it could run code" in err
     assert not marker.exists()
 
 
@@ -80,6 +81,9 @@ def test_a_damaged_or_foreign_state_is_a_one_line_error(cli_run, capsys, content
     assert main(["train", "--resume", "--epochs", "3", "--out", str(cli_run)]) == 2
     err = capsys.readouterr().err
     assert one_line_error(err) and str(state) in err
+    # it says what is wrong: a damaged file is not torch's archive; a foreign one not a state
+    damaged = "not a file written by torch.save: truncated, damaged or another format"
+    assert (damaged in err) == (content != "foreign")
 
 
 def test_the_state_encoding_round_trips_any_numpy_array_and_big_ints(tmp_path):

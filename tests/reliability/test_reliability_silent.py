@@ -55,3 +55,21 @@ def test_an_agents_critics_are_not_fitted_on_another_task_silently(cli_run, tmp_
     assert out.exists()
     assert main([*args, "--exploration-std", "0.3", "--force"]) == 2  # not ignored silently
     assert "--exploration-std is for --policy/--sb3" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--trust-pickle"], "--trust-pickle is for --sb3"),
+        (["--action-std", "0.3"], "--action-std is for --policy"),
+    ],
+)
+def test_a_foreign_policys_options_with_a_run_are_refused(
+    cli_run, tmp_path, capsys, option, message
+):
+    out = tmp_path / "e.json"
+    for command in ("evaluate", "fit-critics"):
+        assert main([command, "--run", str(cli_run), *option, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert one_line_error(err) and message in err
+        assert not out.exists()
