@@ -112,6 +112,9 @@ def _check_output(path: Path, force: bool, example: str) -> None:
         raise CLIError(f"--out {path} is a directory; give a file name, e.g. {path / example}")
     if path.exists() and not force:
         raise CLIError(f"{path} already exists; pass --force to replace it, or another --out")
+    blocking = _file_in_the_way(path.parents)
+    if blocking is not None:
+        raise CLIError(f"--out {path}: {blocking} is a file, not a directory")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path.parent):

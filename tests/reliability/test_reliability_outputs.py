@@ -220,6 +220,8 @@ def test_an_out_that_names_no_file_or_lies_under_a_file(cli_run, tmp_path, capsy
         (["tabular", "definitions", "--out", str(afile / "d")], f"{afile} is a file"),
         (["tabular", "definitions", "--eps", "inf", "--out", str(tmp_path)], "finite"),
         (["tabular", "demo", "--out", str(afile / "d")], f"{afile} is a file"),
+        (["evaluate", "--run", str(cli_run), "--out", str(afile / "e.json")], f"{afile} is a f"),
+        (["xi-sweep", "--run", str(cli_run), "--out", str(afile / "x.json")], f"{afile} is a f"),
     ):
         assert main(argv) == 2, argv
         captured = capsys.readouterr()
