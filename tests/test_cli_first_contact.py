@@ -284,6 +284,16 @@ def toy_run_dir(tmp_path, toy_env_id):
     return train(tiny_config(toy_env_id), tmp_path / "run", progress=False)
 
 
+def test_grid_no_eval_refuses_evaluation_options_that_would_do_nothing(tmp_path, capsys):
+    grid = ["grid", "--envs", "SafetyCarRun-v0", "--out", str(tmp_path / "g"), "--dry-run"]
+    for extra in (["--attacks", "mad"], ["--episodes", "10"], ["--appendix"], ["--eval-seed", "1"]):
+        assert main([*grid, "--no-eval", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--no-eval trains only, so {extra[0]}" in err
+    assert main([*grid, "--no-eval"]) == 0
+    assert main([*grid, "--episodes", "10"]) == 0  # without --no-eval: used
+
+
 def test_grid_config_file_then_set_then_epochs(tmp_path, capsys):
     file = tmp_path / "s.yaml"
     file.write_text("env_id: SafetyCarCircle-v0\nepochs: 3\nppo:\n  actor_lr: 0.002\n")

@@ -22,6 +22,17 @@ from robustsafe.cli._common import (
 from robustsafe.cli.train import DEFAULT_PRESET
 from robustsafe.presets import PRESETS
 
+# The evaluation options of grid, with their defaults.
+_EVAL_DEFAULTS = {"attacks": "none,random,mad,amad,mc,mr", "episodes": 50, "eval_seed": 0}
+
+
+def _appendix_options(args: argparse.Namespace) -> list[tuple[str, object]]:
+    return [
+        ("--appendix", args.appendix),
+        ("--appendix-attacks", args.appendix_attacks),
+        ("--xi-sweep", args.xi_sweep),
+    ]
+
 
 def cmd_grid(args: argparse.Namespace) -> int:
     from robustsafe.experiments.appendix import APPENDIX_ATTACKS
@@ -48,6 +59,16 @@ def cmd_grid(args: argparse.Namespace) -> int:
     if args.machine_factor is not None and not 0 < args.machine_factor < float("inf"):
         raise CLIError(f"--machine-factor must be a positive number, got {args.machine_factor}")
     check_out_dir(args.out)
+    given = {k: getattr(args, k) for k in _EVAL_DEFAULTS if getattr(args, k) is not None}
+    if args.no_eval:
+        options = [f"--{k.replace('_', '-')}" for k in given]
+        options += [o for o, v in _appendix_options(args) if v]
+        if options:
+            raise CLIError(
+                f"--no-eval trains only, so {', '.join(options)} would do nothing; drop them, "
+                "or --no-eval"
+            )
+    evaluation = {**_EVAL_DEFAULTS, **given}
     appendix_attacks = args.appendix_attacks or ""
     xi_sweep = args.xi_sweep or ""
     if args.appendix:
@@ -84,9 +105,9 @@ def cmd_grid(args: argparse.Namespace) -> int:
             preset=args.preset,
             out=Path(args.out),
             workers=args.parallel_runs,
-            attacks=args.attacks,
-            episodes=args.episodes,
-            eval_seed=args.eval_seed,
+            attacks=evaluation["attacks"],
+            episodes=evaluation["episodes"],
+            eval_seed=evaluation["eval_seed"],
             train_args=tuple(train_args),
             eval_workers=args.eval_env_workers,
             eval_num_envs=args.eval_num_envs,
@@ -225,11 +246,21 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
         help="runs (trainings, evaluations) at a time: 1 on 2 cores, each training already uses "
         "2 env workers; local backend only",
     )
+    # None: not given (so that --no-eval can refuse them); the defaults are _EVAL_DEFAULTS'
     g.add_argument(
-        "--attacks", default="none,random,mad,amad,mc,mr", help="attackers of each evaluation"
+        "--attacks",
+        help=f"attackers of each evaluation (default: {_EVAL_DEFAULTS['attacks']})",
     )
-    g.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
-    g.add_argument("--eval-seed", type=int, default=0, help="seed of the evaluation episodes")
+    g.add_argument(
+        "--episodes",
+        type=int,
+        help=f"paired episodes per attacker (default: {_EVAL_DEFAULTS['episodes']})",
+    )
+    g.add_argument(
+        "--eval-seed",
+        type=int,
+        help=f"seed of the evaluation episodes (default: {_EVAL_DEFAULTS['eval_seed']})",
+    )
     add_renamed_option(
         g,
         "--eval-env-workers",
