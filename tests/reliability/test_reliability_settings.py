@@ -30,7 +30,7 @@ def test_the_readme_set_example_trains(tmp_path):
         ("ppo.actor_lr=fast", ["ppo.actor_lr", "number"]),
         ("epochs=ten", ["epochs", "integer"]),
         ("epochs=2.5", ["epochs", "integer"]),
-        ("seed=true", ["seed", "integer"]),
+        ("num_envs=true", ["num_envs", "integer"]),
         ("robust.epsilon=1e9", ["epsilon", "<= 1"]),
     ],
 )
