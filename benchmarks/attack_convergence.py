@@ -42,7 +42,7 @@ from attack_strength import attack, machine  # noqa: E402
 from robustsafe.agent import load_agent  # noqa: E402
 from robustsafe.attacks import default_config  # noqa: E402
 from robustsafe.attacks.critic_attacks import critic_objective  # noqa: E402
-from robustsafe.envs import make  # noqa: E402
+from robustsafe.envs import env_id_from_file, make  # noqa: E402
 from robustsafe.figure_files import save_figure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ ATTACKERS = (("mc", "Q_c"), ("mr", "Q_r"))
 def natural_observations(agent, count: int, seed: int) -> torch.Tensor:
     """``count`` observations of the agent's own natural episodes (deterministic actions),
     every other step."""
-    env = make(agent.config.env_id, seed=seed)
+    env = make(env_id_from_file(agent.config.env_id, "the agent file"), seed=seed)
     obs, rows = env.reset(), []
     with torch.no_grad():
         while len(rows) < 2 * count:

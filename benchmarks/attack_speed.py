@@ -128,10 +128,10 @@ def natural_observations(
     """A saved agent (``robustsafe train`` output) and ``steps`` observations of its own natural
     episodes: deterministic actions, no attack, resets where an episode ends."""
     from robustsafe.agent import load_agent
-    from robustsafe.envs import make
+    from robustsafe.envs import env_id_from_file, make
 
     agent = load_agent(path).eval()
-    env = make(agent.config.env_id, seed=seed)
+    env = make(env_id_from_file(agent.config.env_id, str(path)), seed=seed)
     obs, rows = env.reset(), []
     with torch.no_grad():
         while len(rows) < steps:

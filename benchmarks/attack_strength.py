@@ -47,7 +47,7 @@ from robustsafe.attacks import (
     gaussian_kl,
     make_attacker,
 )
-from robustsafe.envs import make
+from robustsafe.envs import env_id_from_file, make
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
@@ -57,7 +57,7 @@ ATTACKERS = ("mad", "amad", "mc", "mr", "minr", "mix:0.5")
 
 def natural_observations(agent, count: int, seed: int) -> Tensor:
     """``count`` observations of the agent's own natural episodes, every other step."""
-    env = make(agent.config.env_id, seed=seed)
+    env = make(env_id_from_file(agent.config.env_id, "the agent file"), seed=seed)
     obs, rows = env.reset(), []
     with torch.no_grad():
         while len(rows) < 2 * count:

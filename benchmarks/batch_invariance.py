@@ -48,7 +48,7 @@ from robustsafe.attacks import (  # noqa: E402
     episode_generator,
     make_attacker,
 )
-from robustsafe.envs import VectorEnv, episode_seed  # noqa: E402
+from robustsafe.envs import VectorEnv, env_id_from_file, episode_seed  # noqa: E402
 from robustsafe.evaluate import run_episodes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +119,7 @@ def batch_gaps(fn: Callable[[slice], Tensor], n: int) -> dict[str, dict]:
 
 def float32_episodes(agent: Agent, num_envs: int, attack: EpisodeAttack | None) -> list[list]:
     """``run_episodes``' paired episodes (seed 0, attack seed 0), computed in float32."""
-    vec = VectorEnv(agent.config.env_id, num_envs)
+    vec = VectorEnv(env_id_from_file(agent.config.env_id, "the agent file"), num_envs)
     current = np.arange(num_envs)
     obs = vec.reset([episode_seed(0, int(i)) for i in current])
     upcoming = np.array([episode_seed(0, int(i)) for i in current + num_envs], dtype=np.uint64)
@@ -145,7 +145,7 @@ def float32_episodes(agent: Agent, num_envs: int, attack: EpisodeAttack | None) 
 
 
 def float64_episodes(agent: Agent, num_envs: int, attack: EpisodeAttack | None) -> list[list]:
-    with VectorEnv(agent.config.env_id, num_envs) as vec:
+    with VectorEnv(env_id_from_file(agent.config.env_id, "the agent file"), num_envs) as vec:
         recs = run_episodes(agent, vec, EPISODES, 0, attack)
     return [[r.reward, r.cost, r.length] for r in recs]
 

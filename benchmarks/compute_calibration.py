@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robustsafe.envs import VectorEnv
+from robustsafe.envs import VectorEnv, env_id_from_file
 from robustsafe.experiments.machine_speed import train_split
 from robustsafe.rundir import write_text_atomic
 
@@ -98,7 +98,12 @@ def eval_split(run: Path, episodes: int) -> dict[str, float]:
 
     torch.set_num_threads(1)  # as robustsafe evaluate runs
     agent = load_agent(run / "agent.pt")
-    with VectorEnv(agent.config.env_id, min(10, episodes), seed=0, workers=2) as vec:
+    with VectorEnv(
+        env_id_from_file(agent.config.env_id, "the agent file"),
+        min(10, episodes),
+        seed=0,
+        workers=2,
+    ) as vec:
 
         def timed(attacks: tuple[str, ...]) -> tuple[float, int]:
             t0 = time.perf_counter()

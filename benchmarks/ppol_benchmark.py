@@ -113,7 +113,10 @@ def main() -> None:
     torch.set_num_threads(1)
 
     overrides = {} if args.epochs is None else {"epochs": args.epochs}
-    cfg0 = apply_sets(preset(args.env, args.preset, algo=args.algo, **overrides), args.set)
+    try:
+        cfg0 = apply_sets(preset(args.env, args.preset, algo=args.algo, **overrides), args.set)
+    except ValueError as err:
+        p.error(str(err))
     t_excluded = time.perf_counter()
     raw = raw_one = None
     if args.raw_seconds > 0:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from robustsafe.agent import load_agent
-from robustsafe.envs import VectorEnv
+from robustsafe.envs import VectorEnv, env_id_from_file
 from robustsafe.evaluate import evaluate_agent
 
 _NODES, _WEIGHTS = np.polynomial.hermite.hermgauss(16)
@@ -62,7 +62,13 @@ def natural(
         raise SystemExit(f"{run}: not a squashed-Gaussian (sac-lag / cvpo) agent")
     if action is not None:
         agent.actor.deterministic_action = types.MethodType(action, agent.actor)
-    vec = VectorEnv(agent.config.env_id, 10, seed=0, workers=0, env_kwargs=agent.config.env_kwargs)
+    vec = VectorEnv(
+        env_id_from_file(agent.config.env_id, "the agent file"),
+        10,
+        seed=0,
+        workers=0,
+        env_kwargs=agent.config.env_kwargs,
+    )
     try:
         with torch.no_grad():
             (result,) = evaluate_agent(agent, vec, episodes=episodes, seed=0, attacks=["none"])

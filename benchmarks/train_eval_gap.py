@@ -27,16 +27,15 @@ import torch
 from squashed_action_check import natural, sampler
 
 from robustsafe.agent import load_agent
-from robustsafe.envs import VectorEnv
+from robustsafe.envs import VectorEnv, env_id_from_file
 from robustsafe.rollout import Collector
 
 
 def collector_episodes(agent, workers: int, episodes: int, seed: int) -> tuple[float, float]:
     """Mean reward / cost of the first ``episodes`` training-seeded episodes of sampled actions."""
     cfg = agent.config
-    vec = VectorEnv(
-        cfg.env_id, cfg.num_envs, seed=cfg.seed, workers=workers, env_kwargs=cfg.env_kwargs
-    )
+    env_id = env_id_from_file(cfg.env_id, "the agent file")
+    vec = VectorEnv(env_id, cfg.num_envs, seed=cfg.seed, workers=workers, env_kwargs=cfg.env_kwargs)
     try:
         collector = Collector(vec, cfg.seed)
         generator = torch.Generator().manual_seed(seed)

@@ -250,6 +250,14 @@ NAMING_SETTINGS = {
     "robust.mode": "mode",
 }
 
+_GRID_NAMING_OPTIONS = {
+    "env": "envs",
+    "seed": "seeds",
+    "preset": "preset",
+    "algo": "algos",
+    "mode": "modes",
+}
+
 # The learners of ``robustsafe train --algo``: on-policy (ppol, focops), off-policy (sac-lag,
 # cvpo).
 ALGOS = ("ppol", "focops", "sac-lag", "cvpo")
@@ -601,8 +609,10 @@ def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConf
             )
         key, raw = item.split("=", 1)
         if key in NAMING_SETTINGS:
+            option = NAMING_SETTINGS[key]
             raise ValueError(
-                f"--set {key}: this setting names the run; give --{NAMING_SETTINGS[key]} instead"
+                f"--set {key}: this setting names the run; give --{option} instead (grid: "
+                f"--{_GRID_NAMING_OPTIONS[option]})"
             )
         node = data
         parts = key.split(".")
@@ -612,6 +622,11 @@ def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConf
             node = node[p]
         if parts[-1] not in node:
             raise ValueError(f"--set {key}: unknown setting; known here: {sorted(node)}")
+        if isinstance(node[parts[-1]], dict):  # a whole group would reset its other settings
+            raise ValueError(
+                f"--set {key}: a group of settings; set one of them, e.g. "
+                f"{key}.{next(iter(node[parts[-1]]))}=VALUE"
+            )
         try:
             node[parts[-1]] = yaml.safe_load(raw)
         except yaml.YAMLError as err:

@@ -173,6 +173,20 @@ def _unknown_id(env_id: str, err: Exception) -> str:
     )
 
 
+def env_id_from_file(env_id: str, source: str) -> str:
+    """``env_id`` as read from a file (``source``: an agent, a run's config.yaml); ValueError if
+    it is gymnasium's ``module:Id`` form and ``module`` is not imported yet, since building the
+    env would import it, running its code, and loading a file never does that. Code that means
+    it imports the module first (or passes the id itself)."""
+    module = env_id.rsplit(":", 1)[0] if ":" in env_id else None
+    if module and module not in sys.modules:
+        raise ValueError(
+            f"{source} names the environment {env_id!r}, whose module {module!r} would be "
+            f"imported (running its code); a file alone never makes robustsafe import code"
+        )
+    return env_id
+
+
 def check_env_id(env_id: str) -> None:
     """ValueError, one line naming the valid ids, unless ``env_id`` is a registered gymnasium id
     (after registering its family, and importing ``module`` of a ``module:Id`` id). Builds

@@ -114,7 +114,11 @@ def _settings(*argv: str):
         ("ppo.actor_lr=@x", "--set ppo.actor_lr: not a valid value"),
         ("ppo.actor_lr=!!python/object/apply:os.getcwd []", "--set ppo.actor_lr: not a valid"),
         # the settings that name a run: their own options, so that the name cannot disagree
-        ("seed=5", "--set seed: this setting names the run; give --seed instead"),
+        ("seed=5", "--set seed: this setting names the run; give --seed instead (grid: --seeds)"),
+        (
+            "robust={mode: adv-mc}",
+            "--set robust: a group of settings; set one of them, e.g. robust.",
+        ),
         ("env_id=SafetyDroneRun-v0", "--set env_id: this setting names the run; give --env"),
         ("algo=focops", "--set algo: this setting names the run; give --algo instead"),
         ("robust.mode=adv-mc", "--set robust.mode: this setting names the run; give --mode"),

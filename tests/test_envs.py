@@ -1,3 +1,4 @@
+import sys
 import warnings
 
 import gymnasium as gym
@@ -223,3 +224,20 @@ def test_bullet_envs_build_under_warnings_as_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         make("SafetyCarRun-v0").close()
+
+
+def test_an_env_id_from_a_file_imports_no_module_it_names(tmp_path, monkeypatch):
+    """``module:Id`` from a file is refused until the module is imported by the caller."""
+    from robustsafe.envs import env_id_from_file
+
+    marker = tmp_path / "imported"
+    (tmp_path / "filemod.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"agent\.pt names the environment 'filemod:X-v0'"):
+        env_id_from_file("filemod:X-v0", "agent.pt")
+    assert not marker.exists()
+    assert env_id_from_file("SafetyCarRun-v0", "agent.pt") == "SafetyCarRun-v0"
+    import filemod  # noqa: F401  (the caller's own import: then the id goes)
+
+    assert marker.exists() and env_id_from_file("filemod:X-v0", "agent.pt") == "filemod:X-v0"
+    monkeypatch.delitem(sys.modules, "filemod")

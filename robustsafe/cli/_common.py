@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import glob
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -19,17 +20,15 @@ class CLIError(Exception):
 
 
 def check_env_module(env_id: str, source: str) -> None:
-    """CLIError for an env id read from a file (``source``) of the form ``module:Id`` whose module
-    is not imported yet: building it would import the module, running its code, and loading a
-    file never does that. The same id given with ``--env`` on the command line is the user's
-    word, and goes."""
-    module = env_id.rsplit(":", 1)[0] if ":" in env_id else None
-    if module and module not in sys.modules:
-        raise CLIError(
-            f"{source} names the environment {env_id!r}, whose module {module!r} would be "
-            f"imported (running its code); a file alone never makes robustsafe import code: "
-            f"give --env {env_id} to allow it"
-        )
+    """CLIError for an env id read from a file (``source``) whose ``module:`` part is not imported
+    yet (``envs.env_id_from_file``); the same id given with ``--env`` on the command line is the
+    user's word, and goes."""
+    from robustsafe.envs import env_id_from_file
+
+    try:
+        env_id_from_file(env_id, source)
+    except ValueError as err:
+        raise CLIError(f"{err}: give --env {env_id} to allow it") from None
 
 
 def run_agent_env(args: argparse.Namespace, agent, doing: str) -> str:
@@ -184,10 +183,13 @@ def _file_head(path: Path) -> bytes:
         return b""
 
 
-def check_derived_prefix(prefix: Path, force: bool = False) -> Path:
-    """``prefix`` of a command's derived files (PREFIX.csv, .md, .png, ...), refused before any
-    work if it names no file (``.``, ``..``, ``/``) or its CSV would replace measured data; without
-    ``force``, also if PREFIX.csv is not one of ours, or, without it, another PREFIX file exists
+def check_derived_prefix(
+    prefix: Path, force: bool = False, others: tuple[str, ...] = (), side_files: bool = False
+) -> Path:
+    """``prefix`` of a command's derived files (PREFIX.csv and PREFIX + each of ``others``;
+    ``side_files``: PREFIX-*.csv/.md/.tex/.png/.pdf too), refused before any work if it names no
+    file (``.``, ``..``, ``/``) or its CSV would replace measured data; without ``force``, also
+    if PREFIX.csv is not one of ours, or, where there is none, another of those files exists
     (every command writes the CSV with the others)."""
     if prefix.name in ("", ".", ".."):
         raise CLIError(
@@ -195,14 +197,21 @@ def check_derived_prefix(prefix: Path, force: bool = False) -> Path:
         )
     csv = prefix.with_name(prefix.name + ".csv")
     _check_derived_output(csv, (".csv",), force)
-    if not (force or csv.exists()):
-        for suffix in (".md", ".tex", ".png", ".pdf"):
-            other = prefix.with_name(prefix.name + suffix)
-            if other.is_file():
-                raise CLIError(
-                    f"--out would replace {other}, which robustsafe did not write (no "
-                    f"{csv.name} of ours beside it); choose another --out, or pass --force"
-                )
+    if force or csv.exists():
+        return prefix
+    candidates = [prefix.with_name(prefix.name + suffix) for suffix in others]
+    if side_files and prefix.parent.is_dir():
+        candidates += sorted(
+            p
+            for p in prefix.parent.glob(glob.escape(prefix.name) + "-*")
+            if p.suffix.lower() in (".csv", ".md", ".tex", ".png", ".pdf")
+        )
+    for other in candidates:
+        if other.is_file():
+            raise CLIError(
+                f"--out would replace {other}, which robustsafe did not write (no "
+                f"{csv.name} of ours beside it); choose another --out, or pass --force"
+            )
     return prefix
 
 

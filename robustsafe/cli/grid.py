@@ -187,7 +187,12 @@ def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.table import collect_table, format_markdown, write_tables
 
     runs = Path(args.runs_dir)
-    prefix = check_derived_prefix(Path(args.out) if args.out else runs / "table", args.force)
+    prefix = check_derived_prefix(
+        Path(args.out) if args.out else runs / "table",
+        args.force,
+        others=(".md", ".tex"),
+        side_files=True,  # PREFIX-costs.md, PREFIX-runs.csv, PREFIX-appendix.tex, ...
+    )
     try:
         table = collect_table(runs, average=args.average)
         print(format_markdown(table))
@@ -204,10 +209,10 @@ def cmd_table(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from robustsafe.experiments.report import write_report
 
-    if args.out is not None:
-        if Path(args.out).suffix.lower() not in (".html", ".htm"):  # else it cannot be rebuilt
-            raise CLIError(f"--out {args.out}: the report is an HTML page; name it *.html")
-        _check_derived_output(Path(args.out), (".html", ".htm"), args.force)
+    if args.out is not None and Path(args.out).suffix.lower() not in (".html", ".htm"):
+        raise CLIError(f"--out {args.out}: the report is an HTML page; name it *.html")
+    page = Path(args.out) if args.out is not None else Path(args.runs_dir) / "report.html"
+    _check_derived_output(page, (".html", ".htm"), args.force)  # the default place too
     try:
         page, notes = write_report(args.runs_dir, args.out)
     except ValueError as err:

@@ -89,7 +89,7 @@ def _figure_prefix(out: str, force: bool) -> Path:
     one whose CSV would replace a run's metrics.csv, nor, without ``force``, another's files)."""
     path = Path(out)
     prefix = path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
-    return check_derived_prefix(prefix, force)
+    return check_derived_prefix(prefix, force, others=(".png", ".pdf"))
 
 
 def cmd_plot_curves(args: argparse.Namespace) -> int:

@@ -246,7 +246,17 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
     assert [r.train for r in run_grid(kept, log=lambda s: None)] == ["skipped"] * 2
     assert load_run_config(second[0].run_dir).ppo.actor_lr != 1
 
-    # 5. the table of the grid's directory has both methods
+    # 5. extended by an epoch: both runs resume and are evaluated again, each previous
+    # evaluation kept beside the new one
+    before = {r.run_dir: (r.run_dir / "eval.json").read_text() for r in second}
+    copies = {r.run_dir: set(r.run_dir.glob("eval.replaced-*.json")) for r in second}
+    longer = run_grid(tiny_spec(out, 3, modes=("vanilla", "adv-mc"), workers=2), log=print)
+    assert [(r.train, r.evaluation) for r in longer] == [("resumed", "evaluated")] * 2
+    for run_dir, text in before.items():
+        (new,) = set(run_dir.glob("eval.replaced-*.json")) - copies[run_dir]
+        assert new.read_text() == text
+
+    # 6. the table of the grid's directory has both methods
     paths = write_tables(out, tmp_path / "table")
     md = paths[0].read_text()
     assert "PPOL-vanilla" in md and "ADV-PPOL(MC)" in md

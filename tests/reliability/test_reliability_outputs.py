@@ -101,6 +101,7 @@ def test_derived_outputs_keep_off_a_users_files_without_force(cli_run, tmp_path,
     cases = [
         (["table", str(cli_run.parent)], ".csv", "step,loss\n1,0.5\n"),
         (["table", str(cli_run.parent)], ".md", "# my notes\n"),
+        (["table", str(cli_run.parent)], "-runs.csv", "my,runs\n"),  # a side file of table's
         (["plot", "curves", str(cli_run)], ".csv", "mydata\n"),
         (["plot", "curves", str(cli_run)], ".png", "not a figure of ours"),
         (["report", str(cli_run.parent)], ".html", "<html><title>Mine</title></html>"),
@@ -123,6 +124,17 @@ def test_derived_outputs_keep_off_a_users_files_without_force(cli_run, tmp_path,
     page = tmp_path / "page.html"
     for _ in range(2):
         assert main(["report", str(cli_run.parent), "--out", str(page)]) == 0
+    # report's default page is checked too
+    default = cli_run.parent / "report.html"
+    default.write_text("<html><title>My notes</title></html>")
+    assert main(["report", str(cli_run.parent)]) == 2
+    assert "robustsafe did not write" in capsys.readouterr().err
+    assert default.read_text() == "<html><title>My notes</title></html>"
+    # a file the command does not write is no obstacle (plot writes no .md)
+    notes = tmp_path / "fig.md"
+    notes.write_text("mine")
+    assert main(["plot", "curves", str(cli_run), "--out", str(tmp_path / "fig")]) == 0
+    assert notes.read_text() == "mine"
 
 
 def test_evaluate_does_not_replace_a_file_without_force(cli_run, tmp_path, capsys):

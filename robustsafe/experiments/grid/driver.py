@@ -214,6 +214,7 @@ def _execute(
                 s.train = "resumed" if p.action == "resume" else "trained"
                 log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
                 if s.evaluation == "pending":
+                    _keep_previous(p.run_dir, ["eval.json", *p.extra], log)
                     extras = _extra_jobs(spec, job.index, p)
                     pending.extendleft(reversed(extras))
                     pending.appendleft(_eval_job(spec, job.index, p))
@@ -327,8 +328,8 @@ def _process_exists(pid: int) -> bool:
 
 
 def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) -> None:
-    """A copy of each evaluation file ``names`` of a finished run that a new evaluation is about
-    to replace (other episodes, seed, attackers or epsilon, or an agent newer than the file):
+    """A copy of each evaluation file ``names`` of a run that a new evaluation is about to
+    replace (other episodes, seed, attackers or epsilon, or a newer agent: a resumed run's):
     NAME.replaced-STAMP.json beside it (no table reads it), so that no measurement is lost to
     a changed option."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -336,6 +337,10 @@ def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) 
         path = run_dir / name
         if path.is_file():
             kept = path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}")
+            n = 1
+            while kept.exists():  # another copy this second: never replace a copy
+                n += 1
+                kept = path.with_name(f"{path.stem}.replaced-{stamp}-{n}{path.suffix}")
             shutil.copy2(path, kept)
             log(f"[grid] {path} is evaluated again; the previous one is kept as {kept}")
 
