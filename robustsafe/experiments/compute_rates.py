@@ -13,8 +13,8 @@ benchmarks/results/compute/calibration.json; do not edit.
 # runs pooled; and their env layout (envs, worker processes).
 FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
 MEASURED = {
-    "SafetyAntCircle-v0/adv-mc": (2699.5, 1134.96, 1153.32, 17.76, 340.5, 4, 20, 2),
-    "SafetyAntCircle-v0/adv-mr": (3061.69, 1149.22, 1497.45, 18.75, 339.93, 4, 20, 2),
+    "SafetyAntCircle-v0/adv-mc": (2970.46, 1241.28, 1261.65, 19.08, 389.48, 5, 20, 2),
+    "SafetyAntCircle-v0/adv-mr": (3344.04, 1249.03, 1624.4, 20.03, 388.86, 5, 20, 2),
     "SafetyAntCircle-v0/random": (1452.1, 1023.34, 23.76, 22.38, 331.47, 5, 20, 2),
     "SafetyAntCircle-v0/sa-mad": (1632.16, 1068.14, 84.43, 28.33, 400.85, 5, 20, 2),
     "SafetyAntCircle-v0/sa-mc": (1716.48, 1107.91, 142.56, 28.1, 392.39, 5, 20, 2),
