@@ -24,14 +24,7 @@ from robustsafe.presets import PRESETS
 
 # The evaluation options of grid, with their defaults.
 _EVAL_DEFAULTS = {"attacks": "none,random,mad,amad,mc,mr", "episodes": 50, "eval_seed": 0}
-
-
-def _appendix_options(args: argparse.Namespace) -> list[tuple[str, object]]:
-    return [
-        ("--appendix", args.appendix),
-        ("--appendix-attacks", args.appendix_attacks),
-        ("--xi-sweep", args.xi_sweep),
-    ]
+_APPENDIX_OPTIONS = ("--appendix", "--appendix-attacks", "--xi-sweep")
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
@@ -62,7 +55,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
     given = {k: getattr(args, k) for k in _EVAL_DEFAULTS if getattr(args, k) is not None}
     if args.no_eval:
         options = [f"--{k.replace('_', '-')}" for k in given]
-        options += [o for o, v in _appendix_options(args) if v]
+        appendix = (args.appendix, args.appendix_attacks, args.xi_sweep)
+        options += [o for o, v in zip(_APPENDIX_OPTIONS, appendix, strict=True) if v]
         if options:
             raise CLIError(
                 f"--no-eval trains only, so {', '.join(options)} would do nothing; drop them, "
