@@ -254,6 +254,19 @@ def run_files_text(names: tuple[str, ...] = RUN_FILES) -> str:
 
 # What a run that died before its first epoch ended leaves (with the grid's log): restartable.
 _RESTARTABLE = {LOCK_NAME, "config.yaml", "provenance.json", "tb", "train.log", TIMINGS_NAME}
+# What the end of the first epoch writes before state.pt (``robustsafe.train``): a run killed
+# among these holds no state to resume, and a restart writes the same epoch again.
+_FIRST_EPOCH_FILES = {"metrics.csv", "agent.pt", "checkpoints"}
+
+
+def _at_most_one_epoch(out: Path) -> bool:
+    """Whether ``out``'s metrics.csv (if any) holds no row beyond epoch 1."""
+    path = out / "metrics.csv"
+    if not path.exists():
+        return True
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    return len(rows) <= 1 and all(r.get("epoch") == "1" for r in rows)
 
 
 def read_timings(run_dir: Path) -> list[dict[str, Any]]:
@@ -312,7 +325,11 @@ def check_fresh(out: Path, force: bool) -> None:
             f"{out} already holds a run; pass --resume to continue it, --force to start it over, "
             "or choose another --out"
         )
-    if names <= _RESTARTABLE:
+    if names <= _RESTARTABLE or (
+        names <= _RESTARTABLE | _FIRST_EPOCH_FILES
+        and "config.yaml" in names
+        and _at_most_one_epoch(out)
+    ):
         if "config.yaml" not in names:
             # a run writes config.yaml before its tb/ and provenance.json (and deletes it after
             # them): without it, these are someone else's
@@ -323,7 +340,7 @@ def check_fresh(out: Path, force: bool) -> None:
                 "run's config.yaml; choose another --out, or pass --force to delete them and "
                 "start a new run"
             )
-        try:  # a run that died in its first epoch: nothing to lose
+        try:  # a run that died in (or at the end of) its first epoch: nothing to resume
             load_run_config(out)
             return
         except ValueError:

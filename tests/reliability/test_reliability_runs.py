@@ -189,6 +189,36 @@ def test_a_run_killed_in_its_first_epoch_restarts(tmp_path):
     assert run_status(out) == (1, 1)
 
 
+def _untimed_rows(run_dir) -> list[dict[str, str]]:
+    """metrics.csv's rows without the columns that measure time."""
+    with (run_dir / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    timed = {"wall_time", "steps_per_s"}
+    return [
+        {k: v for k, v in r.items() if k not in timed and not k.startswith("time_")} for r in rows
+    ]
+
+
+def test_a_run_killed_before_its_first_state_restarts_and_a_later_one_does_not(tmp_path, capsys):
+    # the end of epoch 1 writes metrics.csv, agent.pt and checkpoints/ before state.pt: a kill
+    # in between leaves nothing to resume, and a restart must write the same epoch again
+    out = tmp_path / "run"
+    assert cli_train(out, "--epochs", "1") == 0
+    first = _untimed_rows(out)
+    for name in ("state.pt", "status.json"):
+        (out / name).unlink()
+    assert cli_train(out, "--epochs", "1") == 0
+    assert run_status(out) == (1, 1)
+    assert _untimed_rows(out) == first
+    # two epochs recorded without a state.pt: not a first-epoch death; kept without --force
+    cut = tmp_path / "cut"
+    assert cli_train(cut, "--epochs", "2") == 0
+    (cut / "state.pt").unlink()
+    assert cli_train(cut, "--epochs", "2") == 2
+    assert one_line_error(capsys.readouterr().err)
+    assert len((cut / "metrics.csv").read_text().splitlines()) == 3
+
+
 def test_a_timing_replaces_only_the_running_entry_of_its_job(tmp_path):
     def job(name, started, status):
         return {"job": name, "started": started, "seconds": None, "exit_status": status}
