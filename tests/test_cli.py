@@ -68,6 +68,9 @@ def test_evaluate_refuses_xi_outside_0_1_and_an_empty_attack_list(toy_run, capsy
     args = ["evaluate", "--run", str(toy_run), "--env-workers", "0", "--episodes", "2"]
     assert main([*args, "--attack-seed", "-1"]) == 2
     assert "--attack-seed must be >= 0, got -1" in capsys.readouterr().err
+    xi_args = ["xi-sweep", "--run", str(toy_run), "--env-workers", "0", "--episodes", "1"]
+    assert main([*xi_args, "--attack-seed", "-1"]) == 2  # the same words, not numpy's
+    assert "--attack-seed must be >= 0, got -1" in capsys.readouterr().err
     for xi in ("0", "-0.1", "1.5", "nan"):
         assert main([*args, "--attacks", "amad", "--xi", xi]) == 2
         captured = capsys.readouterr()

@@ -379,3 +379,18 @@ def add_env_workers_option(parser: argparse.ArgumentParser, **kwargs) -> argpars
     ``--workers`` is its deprecated spelling."""
     kwargs.setdefault("help", "subprocesses stepping the environments (0: in this process)")
     return add_renamed_option(parser, "--env-workers", "--workers", type=int, **kwargs)
+
+
+def add_attack_seed_option(parser: argparse.ArgumentParser) -> None:
+    """``--attack-seed N`` (N >= 0): the seed of the attackers' random numbers."""
+    parser.add_argument(
+        "--attack-seed",
+        type=int,
+        default=0,
+        help="seed of the attackers' random numbers (each episode gets its own stream from it)",
+    )
+
+
+def check_attack_seed(args: argparse.Namespace) -> None:
+    if args.attack_seed < 0:
+        raise CLIError(f"--attack-seed must be >= 0, got {args.attack_seed}")

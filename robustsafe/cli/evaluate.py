@@ -13,7 +13,9 @@ from robustsafe.cli._common import (
     _write_or_keep,
     add_allow_large_eps_option,
     add_allow_other_env_option,
+    add_attack_seed_option,
     add_env_workers_option,
+    check_attack_seed,
     check_epsilon_budget,
     check_eval_outputs,
     run_agent_env,
@@ -41,8 +43,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CLIError(
             f"--xi must be in (0, 1] (the fraction of states AMAD attacks), got {args.xi}"
         )
-    if args.attack_seed < 0:
-        raise CLIError(f"--attack-seed must be >= 0, got {args.attack_seed}")
+    check_attack_seed(args)
     if args.run is None:
         if args.deterministic_action is not None:
             raise CLIError(
@@ -292,12 +293,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="units of epsilon: raw observations (paper) or normaliser std",
     )
     e.add_argument("--xi", type=float, default=0.1, help="AMAD: fraction of states attacked")
-    e.add_argument(
-        "--attack-seed",
-        type=int,
-        default=0,
-        help="seed of the attackers' random numbers (each episode gets its own stream from it)",
-    )
+    add_attack_seed_option(e)
     e.add_argument(
         "--num-envs", type=int, default=10, help="parallel environments (at most --episodes)"
     )

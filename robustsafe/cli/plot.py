@@ -15,8 +15,10 @@ from robustsafe.cli._common import (
     _write_or_keep,
     add_allow_large_eps_option,
     add_allow_other_env_option,
+    add_attack_seed_option,
     add_derived_force_option,
     add_env_workers_option,
+    check_attack_seed,
     check_derived_prefix,
     check_epsilon_budget,
     run_agent_env,
@@ -42,6 +44,7 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
         raise CLIError(str(err)) from None
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    check_attack_seed(args)
     eps = args.eps if args.eps is not None else agent.config.robust.epsilon
     check_epsilon_budget([eps], args.allow_large_eps)
     run = Path(args.run)
@@ -137,9 +140,7 @@ def add_xi_sweep(sub: argparse._SubParsersAction) -> None:
     xs.add_argument("--eps", type=float, help="epsilon (default: the run's robust.epsilon)")
     xs.add_argument("--episodes", type=int, default=50, help="paired episodes per attacker")
     xs.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
-    xs.add_argument(
-        "--attack-seed", type=int, default=0, help="seed of the attackers' random numbers"
-    )
+    add_attack_seed_option(xs)
     xs.add_argument(
         "--attack-space",
         default="raw",

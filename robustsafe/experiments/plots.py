@@ -179,6 +179,12 @@ def sweep_series(
                 )
                 points.append(point)
     if not any(p.attack != "none" for p in points):
+        held = sorted({a for r in runs for a, _ in r.episodes if a != "none"}, key=_attack_key)
+        if attacks is not None and held:
+            raise ValueError(
+                f"--attacks {','.join(attacks)}: no such attacker in the evaluations, which hold "
+                + ", ".join(held)
+            )
         raise ValueError("no attacked evaluation to plot (evaluate with --attacks and --eps)")
     return points
 

@@ -64,9 +64,10 @@ class RunInfo:
     config_text: str
 
 
-def find_runs(runs_dir: Path) -> list[RunInfo]:
+def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunInfo]:
     """Every run directory under ``runs_dir``: a ``config.yaml`` with ``metrics.csv`` or
-    ``eval.json`` beside it."""
+    ``eval.json`` beside it. Such a config.yaml that is not a YAML mapping is skipped, and
+    appended to ``unreadable`` where given."""
     runs = []
     for cfg_path in sorted(runs_dir.rglob("config.yaml")):
         run = cfg_path.parent
@@ -76,8 +77,10 @@ def find_runs(runs_dir: Path) -> list[RunInfo]:
         try:
             cfg = yaml.safe_load(text) or {}
         except yaml.YAMLError:
-            continue
+            cfg = None
         if not isinstance(cfg, dict):
+            if unreadable is not None:
+                unreadable.append(cfg_path)
             continue
         done = 0
         if (run / "metrics.csv").exists():
@@ -210,9 +213,13 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
         raise ValueError(f"{root} is not a directory")
     page = Path(out) if out is not None else root / REPORT_NAME
     page_dir = page.resolve().parent
-    runs = find_runs(root)
+    unreadable: list[Path] = []
+    runs = find_runs(root, unreadable)
     if not runs:
-        raise ValueError(f"{root} holds no run directory (config.yaml with metrics.csv/eval.json)")
+        why = f"; {unreadable[0]} is not a YAML mapping of settings" if unreadable else ""
+        raise ValueError(
+            f"{root} holds no run directory (config.yaml with metrics.csv/eval.json){why}"
+        )
     notes: list[str] = []
     body: list[str] = [f"<h1>RobustSafe report: {html.escape(str(root))}</h1>"]
     envs = sorted({r.env_id for r in runs}, key=_env_key)

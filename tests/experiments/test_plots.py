@@ -269,7 +269,9 @@ def test_sweep_attack_filter_cost_limit_option_and_errors(tmp_path, captured, ca
     with pytest.raises(ValueError, match="training seed has two sweeps"):
         plots.sweep_series([runs[0], runs[0]])
     assert main(["plot", "sweep", str(files[2]), "--out", str(out), "--attacks", "nope"]) == 2
-    assert "no attacked evaluation" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the unknown name, and the attackers there are
+    assert len(err.strip().splitlines()) == 1
+    assert "--attacks nope: no such attacker in the evaluations, which hold amad, mc" in err
     (tmp_path / "bad.json").write_text("{")
     assert main(["plot", "sweep", str(tmp_path / "bad.json"), "--out", str(out)]) == 2
 

@@ -172,6 +172,12 @@ def test_report_default_path_and_errors(grid, tmp_path, capsys):
     empty.mkdir()
     assert main(["report", str(empty)]) == 2
     assert "holds no run directory" in capsys.readouterr().err
+    (empty / "run").mkdir()  # a run's files, but settings that are not YAML: named
+    (empty / "run" / "config.yaml").write_text("{{not yaml")
+    (empty / "run" / "metrics.csv").write_text("epoch\n1\n")
+    assert main(["report", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert f"{empty / 'run' / 'config.yaml'} is not a YAML mapping of settings" in err
 
 
 def test_markdown_conversion_keeps_every_row_and_marks():
