@@ -347,10 +347,16 @@ def check_fresh(out: Path, force: bool) -> None:
             pass
     shown = ", ".join(sorted(names - {LOCK_NAME})[:5])
     doomed = tuple(n for n in RUN_FILES if n in names)
-    what = f"the run files there ({run_files_text(doomed)})" if doomed else "no file there"
+    if doomed:
+        force = (
+            f"pass --force to delete the run files there ({run_files_text(doomed)}), keep the "
+            "others, and start a new run"
+        )
+    else:
+        force = "pass --force to start a new run beside them (none is a run's file: all are kept)"
     raise FileExistsError(
         f"{out} is not empty ({shown}) and holds no resumable run; choose another --out, or "
-        f"pass --force to delete {what}, keep the others, and start a new run"
+        + force
     )
 
 

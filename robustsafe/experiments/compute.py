@@ -392,7 +392,8 @@ def format_cost(
     line = (
         f"total: {len(costs)} runs, {steps:,} training env steps, "
         f"{sum(c.eval_steps for c in costs):,} evaluation env steps; "
-        f"{total / 3600:.1f} run-hours = {core_h:.0f} core-hours at {spec.cpus_per_run} "
+        f"{total / 3600:.1f} run-hours = {core_h:.{0 if core_h >= 10 else 1}f} core-hours at "
+        f"{spec.cpus_per_run} "
         "cores per run"
     )
     if spec.backend == "local":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -169,6 +170,12 @@ def test_run_costs_follow_the_plan(tmp_path):
     assert "SafetyDroneRun-v0 adv-mc seed 0" in text and "core-hours at 2 cores" in text
     total = sum(c.seconds for c in costs)
     assert f"{total / 3600:.1f} run-hours" in text
+    # one short run: under 10 core-hours, to a tenth (not "0 core-hours")
+    one = format_cost(spec, plan[:1], costs[:1])
+    core_hours = float(re.search(r"= ([\d.,]+) core-hours", one).group(1))
+    assert 0 < core_hours < 10 and core_hours == pytest.approx(
+        costs[0].seconds * 2 / 3600, abs=0.05
+    )
 
 
 def test_dry_run_prints_the_cost(tmp_path):

@@ -137,6 +137,14 @@ def test_a_foreign_directory_is_refused_in_one_line(tmp_path, capsys):
     # it names exactly what --force would delete: the run files present, not notes.txt
     assert "pass --force to delete the run files there (metrics.csv, tb/), keep the others" in err
     assert (out / "metrics.csv").read_text() == "step,loss\n1,0.5\n"
+    notes_only = tmp_path / "notes"
+    notes_only.mkdir()
+    (notes_only / "notes.txt").write_text("mine")
+    assert cli_train(notes_only, "--epochs", "1") == 2  # nothing --force would delete: said so
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "--force to start a new run beside them" in err
+    assert cli_train(notes_only, "--epochs", "1", "--force") == 0
+    assert (notes_only / "notes.txt").read_text() == "mine"
     (tmp_path / "plain").write_text("x")
     assert cli_train(tmp_path / "plain", "--epochs", "1") == 2
     assert one_line_error(capsys.readouterr().err)
