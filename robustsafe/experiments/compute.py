@@ -393,8 +393,7 @@ def format_cost(
         f"total: {len(costs)} runs, {steps:,} training env steps, "
         f"{sum(c.eval_steps for c in costs):,} evaluation env steps; "
         f"{total / 3600:.1f} run-hours = {core_h:.{0 if core_h >= 10 else 1}f} core-hours at "
-        f"{spec.cpus_per_run} "
-        "cores per run"
+        f"{spec.cpus_per_run} cores per run"
     )
     if spec.backend == "local":
         line += f"; {_duration(total / spec.workers)} with {spec.workers} at a time here"
