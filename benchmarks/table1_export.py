@@ -37,7 +37,8 @@ import yaml
 from robustsafe.cli._common import DETERMINISTIC_LABELS, SQUASHED_LABEL
 from robustsafe.config import OFF_POLICY_ALGOS
 from robustsafe.evaluate import write_json_atomic
-from robustsafe.experiments.table import collect_table, format_markdown, write_tables
+from robustsafe.experiments.table import collect_table
+from robustsafe.experiments.table_format import format_markdown, write_tables
 
 RUN_FILES = ("eval.json", "config.yaml", "metrics.csv")
 # The appendix's evaluations (grid --appendix), the code of each start (runs trained since

@@ -22,7 +22,8 @@ from tiny_config import (
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.experiments.grid import GridSpec, plan_run, train_command
-from robustsafe.experiments.table import collect_table, method_name
+from robustsafe.experiments.names import method_name
+from robustsafe.experiments.table import collect_table
 from robustsafe.learners.focops import FOCOPS
 from robustsafe.runstate import load_state
 

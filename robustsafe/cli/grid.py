@@ -178,7 +178,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.appendix import write_appendix
     from robustsafe.experiments.runs_table import write_runs_tables
-    from robustsafe.experiments.table import collect_table, format_markdown, write_tables
+    from robustsafe.experiments.table import collect_table
+    from robustsafe.experiments.table_format import format_markdown, write_tables
 
     runs = Path(args.runs_dir)
     prefix = check_derived_prefix(

@@ -2,8 +2,10 @@
 
 - ``robustsafe.experiments.grid``: ``GridSpec``, ``plan_grid``, ``run_grid`` (train every
   combination in its own process, resume or skip finished ones, evaluate every agent).
-- ``robustsafe.experiments.table``: ``collect_table``, ``format_markdown``, ``write_tables``
-  (the paper's Table 1 from the ``eval.json`` files of a directory tree).
+- ``robustsafe.experiments.table``: ``collect_table`` (the paper's Table 1 from the
+  ``eval.json`` files of a directory tree, read by ``robustsafe.experiments.eval_files``, its rows
+  named and ordered by ``robustsafe.experiments.names``), and
+  ``robustsafe.experiments.table_format``: ``format_markdown``, ``write_tables``.
 - ``robustsafe.experiments.appendix``: ``write_appendix`` (the appendix's Random/MAD/Average,
   minimum-reward and MC/MR mixture tables), ``robustsafe.experiments.xi_sweep`` (AMAD over xi)
   and ``robustsafe.experiments.figures`` (its figure against MAD).

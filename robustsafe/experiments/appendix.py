@@ -49,21 +49,14 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
-from robustsafe.experiments.table import (
-    _ALGO_NAMES,
-    AVERAGE,
-    Cell,
-    EvalFile,
-    ResultsTable,
-    _env_key,
-    _method_key,
-    _tex,
-    collect_table,
+from robustsafe.experiments.eval_files import EvalFile, load_eval_file
+from robustsafe.experiments.names import ALGO_NAMES, env_key, method_key, method_name
+from robustsafe.experiments.table import AVERAGE, Cell, ResultsTable, collect_table
+from robustsafe.experiments.table_format import (
     format_csv,
     format_latex,
     format_markdown,
-    load_eval_file,
-    method_name,
+    tex_escape,
     write_prefixed,
 )
 
@@ -181,7 +174,7 @@ def _groups(files: Iterable[EvalFile]) -> dict[tuple[str, str], list[EvalFile]]:
     for f in files:
         groups.setdefault((f.env_id, f.mode), []).append(f)
     out = {}
-    for key in sorted(groups, key=lambda k: (_env_key(k[0]), _method_key(k[1]))):
+    for key in sorted(groups, key=lambda k: (env_key(k[0]), method_key(k[1]))):
         members = sorted(
             groups[key], key=lambda f: (f.train_seed is None, f.train_seed or 0, f.path)
         )
@@ -312,15 +305,15 @@ def _minr_cell(row: MinRewardRow | None, what: str, tex: bool = False) -> str:
 def _env_heading(env_id: str, rows: Sequence[MinRewardRow], tex: bool = False) -> str:
     eps = {r.epsilon for r in rows if r.env_id == env_id and r.epsilon is not None}
     if len(eps) != 1:
-        return _tex(env_id) if tex else env_id
+        return tex_escape(env_id) if tex else env_id
     e = eps.pop()
-    return f"{_tex(env_id)} ($\\epsilon={e:g}$)" if tex else f"{env_id} (ε = {e:g})"
+    return f"{tex_escape(env_id)} ($\\epsilon={e:g}$)" if tex else f"{env_id} (ε = {e:g})"
 
 
 def format_minr_markdown(rows: Sequence[MinRewardRow], notes: Sequence[str] = ()) -> str:
     """The paper's layout (methods x {Reward, Cost} by env), then minr against MC and MR."""
     envs = list(dict.fromkeys(r.env_id for r in rows))
-    modes = list(dict.fromkeys(r.mode for r in sorted(rows, key=lambda r: _method_key(r.mode))))
+    modes = list(dict.fromkeys(r.mode for r in sorted(rows, key=lambda r: method_key(r.mode))))
     by_key = {(r.env_id, r.mode): r for r in rows}
     head = ["Method", "", *(_env_heading(e, rows) for e in envs)]
     lines = [
@@ -363,7 +356,7 @@ def format_minr_markdown(rows: Sequence[MinRewardRow], notes: Sequence[str] = ()
 def format_minr_latex(rows: Sequence[MinRewardRow], notes: Sequence[str] = ()) -> str:
     """The paper's layout as a plain-LaTeX ``tabular`` (notes as ``%`` comments)."""
     envs = list(dict.fromkeys(r.env_id for r in rows))
-    modes = list(dict.fromkeys(r.mode for r in sorted(rows, key=lambda r: _method_key(r.mode))))
+    modes = list(dict.fromkeys(r.mode for r in sorted(rows, key=lambda r: method_key(r.mode))))
     by_key = {(r.env_id, r.mode): r for r in rows}
     lines = [
         "% Minimum-reward attacker: mean +/- std over all episodes of all seeds, and the change "
@@ -376,7 +369,7 @@ def format_minr_latex(rows: Sequence[MinRewardRow], notes: Sequence[str] = ()) -
     ]
     for mode in modes:
         for what in ("reward", "cost"):
-            first = _tex(method_name(mode)) if what == "reward" else ""
+            first = tex_escape(method_name(mode)) if what == "reward" else ""
             cells = [_minr_cell(by_key.get((e, mode)), what, tex=True) for e in envs]
             lines.append(" & ".join([first, what.capitalize(), *cells]) + " \\\\")
         lines.append("\\hline")
@@ -519,7 +512,7 @@ def format_mix_latex(
         "\\begin{tabular}{|l|l|" + "rr|" * n + "}",
         "\\hline",
         " &  & "
-        + " & ".join(f"\\multicolumn{{2}}{{c|}}{{{_tex(mix_title(w))}}}" for w in columns)
+        + " & ".join(f"\\multicolumn{{2}}{{c|}}{{{tex_escape(mix_title(w))}}}" for w in columns)
         + " \\\\",
         f"\\cline{{3-{2 + 2 * n}}}",
         "Env & Method & " + " & ".join(["Reward & Cost"] * n) + " \\\\",
@@ -531,9 +524,11 @@ def format_mix_latex(
             lines.append("\\hline")
         env = ""
         if r.env_id != previous:
-            env = _tex(r.env_id) + ("" if r.epsilon is None else f" ($\\epsilon={r.epsilon:g}$)")
+            env = tex_escape(r.env_id) + (
+                "" if r.epsilon is None else f" ($\\epsilon={r.epsilon:g}$)"
+            )
         previous = r.env_id
-        cells = [env, _tex(r.method)]
+        cells = [env, tex_escape(r.method)]
         for w in columns:
             c = r.cells.get(w)
             cells += (
@@ -598,7 +593,7 @@ def learner_table(table: ResultsTable, algo: str) -> ResultsTable:
     """Table 1's rows of one learner (marks and stars are per learner already; SAC-Lag's rows of
     every entropy weight, ``sac-lag:<alpha>``), with the notes that name it."""
     rows = tuple(r for r in table.rows if r.algo.split(":", 1)[0] == algo)
-    name = _ALGO_NAMES.get(algo, algo)
+    name = ALGO_NAMES.get(algo, algo)
     return ResultsTable(rows, tuple(n for n in table.notes if name in n), table.source)
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from robustsafe.experiments.table import EvalFile, _env_key, _method_key, method_name
+from robustsafe.experiments.eval_files import EvalFile
+from robustsafe.experiments.names import env_key, method_key, method_name
 from robustsafe.experiments.xi_sweep import XiSweep
 from robustsafe.figure_files import save_figure
 
@@ -107,7 +108,7 @@ def xi_series(sweeps: Sequence[XiSweep]) -> list[SeriesPoint]:
     for s in sweeps:
         groups.setdefault((s.env_id, s.mode), []).append(s)
     points = []
-    for env_id, mode in sorted(groups, key=lambda k: (_env_key(k[0]), _method_key(k[1]))):
+    for env_id, mode in sorted(groups, key=lambda k: (env_key(k[0]), method_key(k[1]))):
         members = groups[(env_id, mode)]
         name = f"{method_name(mode)} on {env_id}"
         eps = {s.epsilon for s in members}

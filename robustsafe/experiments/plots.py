@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from robustsafe.experiments.figures import SeriesPoint, _point, format_xi_csv, save_figure
-from robustsafe.experiments.table import _algo_key, _env_key, _method_key, method_name
+from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
 
 # The paper's attacker names, in the paper's order; others follow.
 ATTACK_NAMES = {
@@ -154,7 +154,7 @@ def sweep_series(
         groups.setdefault((r.env_id, r.algo, r.mode), []).append(r)
     points: list[SeriesPoint] = []
     for env_id, algo, mode in sorted(
-        groups, key=lambda k: (_env_key(k[0]), _algo_key(k[1]), _method_key(k[2]))
+        groups, key=lambda k: (env_key(k[0]), algo_key(k[1]), method_key(k[2]))
     ):
         members = groups[(env_id, algo, mode)]
         seeds = [m.train_seed for m in members if m.train_seed is not None]
@@ -420,7 +420,7 @@ def curve_series(
         groups.setdefault((r.env_id, r.algo, r.mode, r.preset), []).append(r)
     points: list[CurvePoint] = []
     notes: list[str] = []
-    for key in sorted(groups, key=lambda k: (_env_key(k[0]), _algo_key(k[1]), _method_key(k[2]))):
+    for key in sorted(groups, key=lambda k: (env_key(k[0]), algo_key(k[1]), method_key(k[2]))):
         env_id, algo, mode, preset = key
         members = sorted(groups[key], key=lambda r: r.seed)
         name = f"{method_name(mode, algo)} ({preset}) on {env_id}"

@@ -4,7 +4,7 @@ The page holds, from the run directories under ``DIR`` (every ``config.yaml`` wi
 ``metrics.csv`` or an ``eval.json`` beside it):
 
 - the tables of ``robustsafe table`` (Table 1, and the appendix's tables where the runs have
-  their evaluations), converted from the Markdown ``robustsafe.experiments.table`` and
+  their evaluations), converted from the Markdown ``robustsafe.experiments.table_format`` and
   ``appendix`` write;
 - the figures, embedded as base64 PNG: the training curves (``robustsafe plot curves``, seeds
   as bands) and the appendix's figures (AMAD over xi, the MC/MR mixture) where they apply;
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import yaml
 
-from robustsafe.experiments.table import _algo_key, _env_key, _method_key, method_name
+from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
 
 REPORT_NAME = "report.html"
 _CSS = """
@@ -113,9 +113,9 @@ def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunI
         )
     runs.sort(
         key=lambda r: (
-            _env_key(r.env_id),
-            _algo_key(r.algo),
-            _method_key(r.mode),
+            env_key(r.env_id),
+            algo_key(r.algo),
+            method_key(r.mode),
             r.seed if r.seed is not None else -1,
         )
     )
@@ -206,7 +206,8 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
     from robustsafe.experiments.appendix import write_appendix
     from robustsafe.experiments.plots import load_training_run, write_curves_figure
     from robustsafe.experiments.runs_table import write_runs_tables
-    from robustsafe.experiments.table import collect_table, write_tables
+    from robustsafe.experiments.table import collect_table
+    from robustsafe.experiments.table_format import write_tables
 
     root = Path(runs_dir)
     if not root.is_dir():
@@ -222,7 +223,7 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
         )
     notes: list[str] = []
     body: list[str] = [f"<h1>RobustSafe report: {html.escape(str(root))}</h1>"]
-    envs = sorted({r.env_id for r in runs}, key=_env_key)
+    envs = sorted({r.env_id for r in runs}, key=env_key)
     body.append(
         f"<p>{len(runs)} runs on {html.escape(', '.join(envs))}. Sections: "
         '<a href="#tables">tables</a>, <a href="#figures">figures</a>, '

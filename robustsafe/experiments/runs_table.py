@@ -22,18 +22,10 @@ from os import PathLike
 from pathlib import Path
 from typing import NamedTuple
 
-from robustsafe.experiments.table import (
-    AVERAGED_ATTACKS,
-    ResultsTable,
-    _algo_key,
-    _env_key,
-    _method_key,
-    collect_table,
-    find_eval_files,
-    load_eval_file,
-    method_name,
-    write_prefixed,
-)
+from robustsafe.experiments.eval_files import find_eval_files, load_eval_file
+from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
+from robustsafe.experiments.table import AVERAGED_ATTACKS, ResultsTable, collect_table
+from robustsafe.experiments.table_format import write_prefixed
 from robustsafe.provenance import PROVENANCE_NAME
 from robustsafe.rundir import load_run_config
 
@@ -200,9 +192,7 @@ def collect_runs(
             failing=(ev.env_id, ev.algo, ev.mode) in failing,
         )
         seed_key = (0, ev.train_seed) if ev.train_seed is not None else (1, 0)
-        keyed.append(
-            ((_env_key(ev.env_id), _algo_key(ev.algo), _method_key(ev.mode), seed_key), row)
-        )
+        keyed.append(((env_key(ev.env_id), algo_key(ev.algo), method_key(ev.mode), seed_key), row))
     keyed.sort(key=lambda kr: (kr[0], str(kr[1].path)))
     return [row for _, row in keyed], notes
 

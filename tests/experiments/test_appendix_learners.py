@@ -114,7 +114,8 @@ def test_a_learned_alpha_run_is_its_own_group_after_the_fixed_weights(tmp_path):
 def test_an_edited_learner_name_is_left_out_with_a_note(tmp_path):
     """A train_algo the table cannot group (sac-lag with a weight that is no number) leaves
     that file out with a note naming it, rather than stopping the whole table."""
-    from robustsafe.experiments.table import collect_table, load_eval_file
+    from robustsafe.experiments.eval_files import load_eval_file
+    from robustsafe.experiments.table import collect_table
 
     runs = tmp_path / "runs"
     _eval_file(runs, "vanilla", "SafetyCarRun-v0", "vanilla", 600.0)

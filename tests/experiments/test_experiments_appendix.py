@@ -20,7 +20,8 @@ from robustsafe.experiments.appendix import (
     write_appendix,
 )
 from robustsafe.experiments.figures import xi_series
-from robustsafe.experiments.table import collect_table, format_markdown
+from robustsafe.experiments.table import collect_table
+from robustsafe.experiments.table_format import format_markdown
 from robustsafe.experiments.xi_sweep import (
     XI_FORMAT,
     collect_xi_sweeps,

@@ -21,7 +21,7 @@ from robustsafe.experiments.grid import (
     plan_grid,
     run_grid,
 )
-from robustsafe.experiments.table import format_csv, write_tables
+from robustsafe.experiments.table_format import format_csv, write_tables
 from robustsafe.rundir import check_fresh
 from robustsafe.train import load_run_config, run_status
 

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from robustsafe.experiments.table import (
+from robustsafe.experiments.eval_files import EvalFile
+from robustsafe.experiments.names import method_name
+from robustsafe.experiments.table import build_table, collect_table
+from robustsafe.experiments.table_format import (
     CSV_FIELDS,
-    EvalFile,
-    build_table,
-    collect_table,
     format_csv,
     format_latex,
     format_markdown,
-    method_name,
     write_tables,
 )
 

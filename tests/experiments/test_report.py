@@ -19,7 +19,8 @@ from test_plots import write_run
 
 from robustsafe.cli import main
 from robustsafe.experiments.report import markdown_to_html, write_report
-from robustsafe.experiments.table import collect_table, format_markdown
+from robustsafe.experiments.table import collect_table
+from robustsafe.experiments.table_format import format_markdown
 
 ATTACKS = ("none", "random", "mad", "amad", "mc", "mr")
 COMMITTED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "table1"

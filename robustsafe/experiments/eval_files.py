@@ -1,0 +1,124 @@
+"""Reading ``eval.json`` files (written by ``robustsafe evaluate`` and the grid runner) for the
+tables: ``find_eval_files`` under a directory tree, ``load_eval_file`` one of them into an
+``EvalFile``, with a ValueError naming the file for anything the tables cannot use.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+
+from robustsafe.experiments.names import LEARNED_ALPHA, known_algo_form
+
+
+@dataclass(frozen=True)
+class EvalFile:
+    """One evaluated run: per attacker, the (reward, cost) of every episode, and its epsilon."""
+
+    path: Path
+    env_id: str
+    mode: str
+    train_seed: int | None
+    preset: str | None
+    agent_epoch: int | None
+    episodes: dict[str, tuple[tuple[float, float], ...]]
+    epsilons: dict[str, float]
+    algo: str = "ppol"  # the learner; evaluations without ``train_algo`` are PPOL's
+    actions: str | None = None  # the deterministic action the evaluation ran, as it records it
+    cost_limit: float | None = None  # the limit the evaluation recorded
+
+
+def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
+    """Every ``eval.json`` under ``runs_dir`` (recursively), sorted."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory")
+    return sorted(root.rglob("eval.json"))
+
+
+def _episode(record: dict) -> tuple[float, float]:
+    """(reward, cost) of one episode record; ValueError unless both are finite numbers (not
+    booleans) and the cost is >= 0."""
+    reward, cost = record["reward"], record["cost"]
+    if not (_is_number(reward) and _is_number(cost)):
+        raise ValueError("not numbers")
+    reward, cost = float(reward), float(cost)
+    if not (math.isfinite(reward) and math.isfinite(cost) and cost >= 0):
+        raise ValueError("not finite, or a negative cost")
+    return reward, cost
+
+
+def load_eval_file(path: str | PathLike) -> EvalFile:
+    """Read one ``eval.json``; ValueError (naming the file) if it cannot be used."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: cannot read it ({err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not an evaluation (expected a JSON object)")
+    for key in ("env_id", "train_mode"):
+        if not isinstance(data.get(key), str):
+            raise ValueError(
+                f"{path}: no {key!r} field (written by an older robustsafe evaluate? "
+                "evaluate the run again)"
+            )
+    results = data.get("results")
+    if not isinstance(results, list) or not results:
+        raise ValueError(f"{path}: no 'results' list, or an empty one")
+    episodes: dict[str, tuple[tuple[float, float], ...]] = {}
+    epsilons: dict[str, float] = {}
+    for entry in results:
+        attack = entry.get("attack") if isinstance(entry, dict) else None
+        if not isinstance(attack, str):
+            raise ValueError(f"{path}: a result without an attack name")
+        eps = entry.get("epsilon", 0.0)
+        if attack in episodes:
+            raise ValueError(
+                f"{path}: attacker {attack!r} appears more than once (epsilons "
+                f"{epsilons[attack]} and {eps}); the table needs one epsilon per run "
+                "(evaluate with a single --eps)"
+            )
+        eps_list = entry.get("episodes")
+        if not isinstance(eps_list, list) or not eps_list:
+            raise ValueError(f"{path}: attacker {attack!r} has no per-episode records")
+        try:
+            episodes[attack] = tuple(_episode(e) for e in eps_list)
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(
+                f"{path}: attacker {attack!r} has malformed episodes (each needs a finite "
+                "'reward' and a finite 'cost' >= 0)"
+            ) from None
+        if not (_is_number(eps) and math.isfinite(eps) and eps >= 0):
+            raise ValueError(f"{path}: attacker {attack!r} has epsilon {eps!r}, not a number >= 0")
+        epsilons[attack] = float(eps)
+    seed = data.get("train_seed")
+    epoch = data.get("agent_epoch")
+    algo = data.get("train_algo", "ppol")
+    if not isinstance(algo, str) or not known_algo_form(algo):
+        raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
+    alpha = data.get("train_alpha")
+    if algo == "sac-lag" and data.get("train_alpha_learned") is True:
+        algo = f"sac-lag:{LEARNED_ALPHA}"  # not one of the appendix's fixed weights
+    elif algo == "sac-lag" and _is_number(alpha):
+        algo = f"sac-lag:{alpha:g}"  # one group of rows per entropy weight
+    return EvalFile(
+        algo=algo,
+        path=path,
+        env_id=data["env_id"],
+        mode=data["train_mode"],
+        train_seed=seed if isinstance(seed, int) else None,
+        preset=data.get("train_preset") if isinstance(data.get("train_preset"), str) else None,
+        agent_epoch=epoch if isinstance(epoch, int) else None,
+        episodes=episodes,
+        epsilons=epsilons,
+        actions=data.get("actions") if isinstance(data.get("actions"), str) else None,
+        cost_limit=float(limit) if _is_number(limit := data.get("cost_limit")) else None,
+    )
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)

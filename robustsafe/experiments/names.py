@@ -1,0 +1,104 @@
+"""The paper's names of learners and training modes, and the order of its tables' rows.
+
+``method_name`` gives a run's row name (``adv-mc`` -> ``ADV-PPOL(MC)``, FOCOPS' ``vanilla`` ->
+``FOCOPS-vanilla``, one SAC-Lag row per entropy weight); ``env_key``, ``algo_key`` and
+``method_key`` sort rows as the paper does: its six tasks Run first, Car / Drone / Ant; PPO-
+Lagrangian's rows, then FOCOPS', SAC-Lag's (entropy weights from the largest down) and CVPO's;
+the seven methods of Table 1, then MC/MR mixtures by weight, then anything else.
+"""
+
+from __future__ import annotations
+
+import math
+
+_METHOD_NAMES = {
+    "vanilla": "PPOL-vanilla",
+    "random": "PPOL-random",
+    "sa-mad": "SA-PPOL(MAD)",
+    "sa-mc": "SA-PPOL(MC)",
+    "sa-mr": "SA-PPOL(MR)",
+    "adv-mc": "ADV-PPOL(MC)",
+    "adv-mr": "ADV-PPOL(MR)",
+}
+_METHOD_ORDER = tuple(_METHOD_NAMES)  # then adv-mix:W by W, then anything else
+# Other learners' rows, after PPO-Lagrangian's: the paper's appendix names (Table
+# "exp-focops-append": FOCOPS-vanilla, FOCOPS(MC), FOCOPS(MR); "exp-cvpo-append": CVPO).
+ALGO_NAMES = {"ppol": "PPOL", "focops": "FOCOPS", "sac-lag": "SAC-Lag", "cvpo": "CVPO"}
+_ALGO_ORDER = tuple(ALGO_NAMES)
+_PAPER_ENV_ORDER = tuple(
+    f"Safety{robot}{task}-v0" for task in ("Run", "Circle") for robot in ("Car", "Drone", "Ant")
+)
+
+LEARNED_ALPHA = "learned"  # ``sac-lag:learned``: the group of SAC-Lag runs with sac.learn_alpha
+
+
+def method_name(mode: str, algo: str = "ppol") -> str:
+    """The paper's name of a learner's training mode (``adv-mix:0.5`` -> ``ADV-PPOL(mix 0.5)``;
+    FOCOPS: ``vanilla`` -> ``FOCOPS-vanilla``, ``adv-mc`` -> ``FOCOPS(MC)``)."""
+    if algo.startswith("sac-lag:"):  # the appendix's rows per entropy weight
+        alpha = algo.split(":", 1)[1]
+        learner = "SAC-Lag(alpha learned)" if alpha == LEARNED_ALPHA else f"SAC-Lag(alpha={alpha})"
+        return learner if mode == "vanilla" else _other_method_name(mode, learner)
+    if algo != "ppol":
+        return _other_method_name(mode, ALGO_NAMES.get(algo, algo))
+    if mode in _METHOD_NAMES:
+        return _METHOD_NAMES[mode]
+    if mode.startswith("adv-mix:"):
+        return f"ADV-PPOL(mix {mode.split(':', 1)[1]})"
+    return mode
+
+
+def _other_method_name(mode: str, learner: str) -> str:
+    """FOCOPS-vanilla, FOCOPS-random, FOCOPS(MC), FOCOPS(MR), FOCOPS(mix 0.5), SA-FOCOPS(MC)."""
+    if mode in ("vanilla", "random"):
+        return f"{learner}-{mode}"
+    if mode.startswith("adv-mix:"):
+        return f"{learner}(mix {mode.split(':', 1)[1]})"
+    if mode.startswith("adv-"):
+        return f"{learner}({mode.split('-', 1)[1].upper()})"
+    if mode.startswith("sa-"):
+        return f"SA-{learner}({mode.split('-', 1)[1].upper()})"
+    return f"{learner} {mode}"
+
+
+def known_algo_form(algo: str) -> bool:
+    """A learner name, or ``sac-lag:<entropy weight>`` / ``sac-lag:learned`` (the table's own
+    grouping of SAC-Lag runs)."""
+    base, sep, alpha = algo.partition(":")
+    if not sep:
+        return bool(base)
+    if base != "sac-lag":
+        return False
+    if alpha == LEARNED_ALPHA:
+        return True
+    try:
+        return math.isfinite(float(alpha))
+    except ValueError:
+        return False
+
+
+def algo_key(algo: str) -> tuple:
+    base, _, alpha = algo.partition(":")
+    if base in _ALGO_ORDER:  # SAC-Lag's alphas from the largest down, as in the appendix
+        if alpha == LEARNED_ALPHA:  # after the fixed weights
+            return (_ALGO_ORDER.index(base), math.inf, "")
+        return (_ALGO_ORDER.index(base), -float(alpha) if alpha else 0.0, "")
+    return (len(_ALGO_ORDER), 0.0, algo)
+
+
+def method_key(mode: str) -> tuple:
+    if mode in _METHOD_ORDER:
+        return (0, _METHOD_ORDER.index(mode), 0.0, mode)
+    if mode.startswith("adv-mix:"):
+        try:
+            w = float(mode.split(":", 1)[1])
+        except ValueError:
+            w = math.inf
+        return (1, 0, w, mode)
+    return (2, 0, 0.0, mode)
+
+
+def env_key(env_id: str) -> tuple:
+    if env_id in _PAPER_ENV_ORDER:
+        return (0, _PAPER_ENV_ORDER.index(env_id), env_id)
+    return (1, 0, env_id)
