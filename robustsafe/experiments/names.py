@@ -78,6 +78,7 @@ def known_algo_form(algo: str) -> bool:
 
 
 def algo_key(algo: str) -> tuple:
+    """Sort key of a row group's learner (``ppol``, ``focops``, ``sac-lag:<alpha>``, ``cvpo``)."""
     base, _, alpha = algo.partition(":")
     if base in _ALGO_ORDER:  # SAC-Lag's alphas from the largest down, as in the appendix
         if alpha == LEARNED_ALPHA:  # after the fixed weights
@@ -87,6 +88,7 @@ def algo_key(algo: str) -> tuple:
 
 
 def method_key(mode: str) -> tuple:
+    """Sort key of a training mode: Table 1's seven, then ``adv-mix:W`` by W, then the rest."""
     if mode in _METHOD_ORDER:
         return (0, _METHOD_ORDER.index(mode), 0.0, mode)
     if mode.startswith("adv-mix:"):
@@ -99,6 +101,7 @@ def method_key(mode: str) -> tuple:
 
 
 def env_key(env_id: str) -> tuple:
+    """Sort key of an env id: the paper's six tasks in its order, then the rest by name."""
     if env_id in _PAPER_ENV_ORDER:
         return (0, _PAPER_ENV_ORDER.index(env_id), env_id)
     return (1, 0, env_id)
