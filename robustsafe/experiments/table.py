@@ -23,11 +23,11 @@ Conventions (those of the paper, Table 1 and appendix Table 5, and the authors' 
   an env, or when its natural reward is not positive, no agent is treated as failing (a note
   says so). Other learners' agents are compared with their own vanilla agent (FOCOPS-vanilla);
 - in every column the two lowest-cost agents of each env and learner (SAC-Lagrangian's entropy
-  weights together) are marked (bold in Markdown,
-  ``\\textbf`` in LaTeX); costs are compared as displayed (2 decimals) and ties go to the higher
-  reward (the paper's rule);
-- a cell no run has is shown as "—" ("--" in LaTeX); a cell that pools fewer seeds or episodes
-  than the row's natural cell gets a note.
+  weights together) are marked (``Cell.marked``; ``table_format`` shows them in bold in
+  Markdown, ``\\textbf`` in LaTeX); costs are compared as displayed (2 decimals) and ties go to
+  the higher reward (the paper's rule);
+- a cell no run has is None (``table_format`` shows "—", "--" in LaTeX); a cell that pools
+  fewer seeds or episodes than the row's natural cell gets a note.
 
 Errors rather than silently wrong numbers: the seeds of one method attacked at different
 epsilons, one run evaluated at several epsilons (a sweep), and two evaluations of the same seed
@@ -135,6 +135,7 @@ class ResultsTable:
 
 
 def _display_cost(cell: Cell) -> float:
+    """The cost as the formats show it (2 decimals: ``table_format._pm``)."""
     return float(f"{cell.cost_mean:.2f}")
 
 

@@ -1,6 +1,6 @@
-"""The results table (``robustsafe.experiments.table``) as Markdown, CSV and LaTeX, and the
-files ``robustsafe table`` writes (``write_tables``; ``write_prefixed`` writes any set of them
-atomically).
+"""The results table (``robustsafe.experiments.table``) as Markdown, CSV and LaTeX, Table 1's
+four files (``write_tables``), and ``write_prefixed``, which writes any set of files atomically
+(the runs and appendix tables use it too).
 """
 
 from __future__ import annotations
@@ -11,7 +11,14 @@ from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 
-from robustsafe.experiments.table import AVERAGE, COLUMNS, ResultsTable, collect_table
+from robustsafe.experiments.table import (
+    AVERAGE,
+    COLUMNS,
+    FAILING_FRACTION,
+    MARKED_PER_COLUMN,
+    ResultsTable,
+    collect_table,
+)
 
 CSV_FIELDS = (
     "env",
@@ -35,6 +42,7 @@ def _as_table(table: ResultsTable | str | PathLike) -> ResultsTable:
 
 
 def _pm(mean: float, std: float, sep: str) -> str:
+    """Mean and std to 2 decimals (the precision ``table`` compares costs at to mark them)."""
     return f"{mean:.2f}{sep}{std:.2f}"
 
 
@@ -43,6 +51,9 @@ _AVERAGE_LEGEND = {
     " columns, as the paper's numbers are).",
     "attackers": " Average pools the episodes of the five attackers (Random, MAD, AMAD, MC, MR).",
 }
+
+
+_NUMBER_WORDS = {1: "one", 2: "two", 3: "three"}
 
 
 def _legend(
@@ -54,9 +65,10 @@ def _legend(
         f"Mean {pm} std over all episodes of all seeds (pooled).{average} Seeds: runs pooled; "
         "Episodes: natural episodes pooled over them (the same under each attacker unless a note "
         "says otherwise).",
-        f"Attacks at each env's {eps} (training and test budgets are the same). Bold: the two "
-        "lowest-cost agents of each env per column (ties to the higher reward), failing agents "
-        "excluded. * failing agent: natural reward below 30% of PPOL-vanilla's on the same env.",
+        f"Attacks at each env's {eps} (training and test budgets are the same). Bold: the "
+        f"{_NUMBER_WORDS.get(MARKED_PER_COLUMN, MARKED_PER_COLUMN)} lowest-cost agents of each env"
+        " per column (ties to the higher reward), failing agents excluded. * failing agent: "
+        f"natural reward below {FAILING_FRACTION:.0%} of PPOL-vanilla's on the same env.",
     ]
 
 
@@ -154,6 +166,7 @@ _TEX_ESCAPES = {
 
 
 def tex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped."""
     return "".join(_TEX_ESCAPES.get(ch, ch) for ch in text)
 
 
