@@ -53,6 +53,7 @@ from robustsafe.experiments.eval_files import EvalFile, load_eval_file
 from robustsafe.experiments.names import ALGO_NAMES, env_key, method_key, method_name
 from robustsafe.experiments.table import AVERAGE, Cell, ResultsTable, collect_table
 from robustsafe.experiments.table_format import (
+    cell_numbers,
     format_csv,
     format_latex,
     format_markdown,
@@ -570,12 +571,7 @@ def format_appendix_csv(
             "cost_change": "" if changes[1] is None else repr(changes[1]),
         }
         if cell is not None:
-            row.update(
-                reward_mean=repr(cell.reward_mean),
-                reward_std=repr(cell.reward_std),
-                cost_mean=repr(cell.cost_mean),
-                cost_std=repr(cell.cost_std),
-            )
+            row.update(cell_numbers(cell))
         w.writerow(row)
 
     for r in minr_rows:

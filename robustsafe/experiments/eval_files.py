@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 from robustsafe.experiments.names import LEARNED_ALPHA, known_algo_form
 
@@ -51,13 +52,19 @@ def _episode(record: dict) -> tuple[float, float]:
     return reward, cost
 
 
+def read_json(path: str | PathLike) -> Any:
+    """The JSON value in ``path`` (data only: no code runs); ValueError naming the file if it
+    cannot be read or is not JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: cannot read it ({err})") from None
+
+
 def load_eval_file(path: str | PathLike) -> EvalFile:
     """Read one ``eval.json``; ValueError (naming the file) if it cannot be used."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: cannot read it ({err})") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: not an evaluation (expected a JSON object)")
     for key in ("env_id", "train_mode"):

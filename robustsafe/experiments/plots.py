@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import warnings
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from robustsafe.experiments.eval_files import read_json
 from robustsafe.experiments.figures import SeriesPoint, _point, format_xi_csv, save_figure
 from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
 
@@ -134,11 +134,7 @@ class SweepRun:
 
 def load_sweep_file(path: str | Path) -> SweepRun:
     """Read a ``robustsafe evaluate --out`` JSON file; ValueError naming it if unusable."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: cannot read it ({err})") from None
-    return SweepRun.from_payload(data, str(path))
+    return SweepRun.from_payload(read_json(path), str(path))
 
 
 def sweep_series(

@@ -16,6 +16,7 @@ from robustsafe.experiments.table import (
     COLUMNS,
     FAILING_FRACTION,
     MARKED_PER_COLUMN,
+    Cell,
     ResultsTable,
     collect_table,
 )
@@ -118,6 +119,16 @@ def format_markdown(
     return "\n".join(out) + "\n"
 
 
+def cell_numbers(cell: Cell) -> dict[str, str]:
+    """A cell's means and stds as the CSV files write them (``repr``: every digit kept)."""
+    return {
+        "reward_mean": repr(cell.reward_mean),
+        "reward_std": repr(cell.reward_std),
+        "cost_mean": repr(cell.cost_mean),
+        "cost_std": repr(cell.cost_std),
+    }
+
+
 def format_csv(
     table: ResultsTable | str | PathLike, columns: Sequence[tuple[str, str]] = COLUMNS
 ) -> str:
@@ -141,12 +152,7 @@ def format_csv(
                 "n_seeds": 0 if c is None else c.n_seeds,
             }
             if c is not None:
-                row.update(
-                    reward_mean=repr(c.reward_mean),
-                    reward_std=repr(c.reward_std),
-                    cost_mean=repr(c.cost_mean),
-                    cost_std=repr(c.cost_std),
-                )
+                row.update(cell_numbers(c))
             w.writerow(row)
     return buf.getvalue()
 

@@ -14,13 +14,14 @@ same entries as ``eval.json``'s, each AMAD entry with its ``xi``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
+
+from robustsafe.experiments.eval_files import read_json
 
 XI_EVAL_NAME = "eval-xi.json"
 XI_FORMAT = "amad-xi-sweep"
@@ -110,10 +111,7 @@ class XiSweep:
 def load_xi_sweep(path: str | PathLike) -> XiSweep:
     """Read one ``eval-xi.json``; ValueError naming the file if it cannot be used."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: cannot read it ({err})") from None
+    data = read_json(path)
     if not isinstance(data, dict) or data.get("format") != XI_FORMAT:
         raise ValueError(f"{path}: not an AMAD xi sweep (no 'format': {XI_FORMAT!r})")
     for key in ("env_id", "train_mode"):
