@@ -125,6 +125,10 @@ class SACLagConfig:
     steps_per_collect: int = 10  # per env, between two rounds of gradient steps
     updates_per_step: float = 0.2  # gradient steps per collected transition
     update_after: int = 1_000  # transitions in the replay before the first gradient step
+    # Q targets over n env steps (r_t + ... + gamma^(n-1) r_{t+n-1} + gamma^n Q'), stopping at
+    # an episode's end (buffers.NStepWindow); 1: one-step targets, as the paper's code. FSRL's
+    # SAC-Lag and CVPO use 2.
+    n_step: int = 1
     cost_limit: float = 5.0
     lambda_init: float = 0.0
     lambda_lr: float = 0.002
@@ -156,6 +160,7 @@ class SACLagConfig:
     def __post_init__(self) -> None:
         _positive(self, "actor_lr", "critic_lr", "batch_size", "replay_size", "alpha_lr")
         _positive(self, "steps_per_collect", "updates_per_step")
+        _n_step(self)
         if not isinstance(self.learn_alpha, bool):
             raise ValueError(f"sac.learn_alpha must be true or false, got {self.learn_alpha!r}")
         if self.target_entropy is not None and not math.isfinite(self.target_entropy):
@@ -218,9 +223,11 @@ class CVPOConfig:
     steps_per_collect: int = 10
     updates_per_step: float = 0.2
     update_after: int = 1_000
+    n_step: int = 1  # as SACLagConfig.n_step (the CVPO code: 1; FSRL's: 2)
     cost_limit: float = 5.0
 
     def __post_init__(self) -> None:
+        _n_step(self)
         _positive(self, "sample_actions", "estep_kl", "dual_init", "dual_max", "dual_iters")
         _positive(self, "kl_mean", "kl_std", "mstep_iters", "actor_lr", "critic_lr")
         _positive(self, "batch_size", "replay_size", "steps_per_collect", "updates_per_step")
@@ -490,6 +497,12 @@ def _positive(obj: Any, *names: str) -> None:
     for name in names:
         if getattr(obj, name) <= 0:
             raise ValueError(f"{name} must be > 0, got {getattr(obj, name)}")
+
+
+def _n_step(obj: Any) -> None:
+    n = obj.n_step
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n_step must be an integer >= 1, got {n!r}")
 
 
 def _positive_or_none(obj: Any, *names: str) -> None:

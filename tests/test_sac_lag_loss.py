@@ -43,7 +43,7 @@ def test_q_targets_bootstrap_the_soft_value_unless_done():
         q_r_next=T([3.0, 5.0]),
         q_c_next=T([2.0, 4.0]),
         logp_next=T([-1.0, 0.5]),
-        gamma=0.9,
+        discount=0.9,
         alpha=0.1,
     )
     # y_r = 1 + 0.9 (3 - 0.1 * -1) = 3.79; done: 2. y_c = 0 + 0.9 * 2 = 1.8; done: 1.

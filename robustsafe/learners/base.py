@@ -49,7 +49,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 import numpy as np
 import torch
 
-from robustsafe.buffers import ReplayBuffer, Rollout, gae
+from robustsafe.buffers import NStepWindow, ReplayBuffer, Rollout, gae
 from robustsafe.config import CVPOConfig, FOCOPSConfig, PPOLagConfig, SACLagConfig
 from robustsafe.critics import QCritics, _polyak
 from robustsafe.nets import GaussianActor, SquashedGaussianActor, ValueCritic
@@ -255,11 +255,13 @@ class OffPolicyNetworks:
         self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
         self.critic_optim = torch.optim.Adam(critics.parameters(), lr=cfg.critic_lr)
         self.replay = ReplayBuffer(obs_dim, act_dim, cfg.replay_size)
+        self.window = NStepWindow(cfg.n_step, cfg.gamma)
 
     def add(self, ro: Rollout) -> None:
-        """Store a rollout's transitions, from the true observations (a time-limit truncation
-        is not a terminal: the target bootstraps through it)."""
-        self.replay.add(*ro.flat())
+        """Store a rollout's transitions, from the true observations, as ``cfg.n_step``-step
+        transitions (a time-limit truncation is not a terminal: the target bootstraps through
+        it)."""
+        self.replay.add(*self.window.transitions(ro))
 
     def update_target(self, polyak: float) -> None:
         """target <- polyak * target + (1 - polyak) * critics."""
@@ -274,11 +276,13 @@ class OffPolicyNetworks:
             "actor_optim": self.actor_optim.state_dict(),
             "critic_optim": self.critic_optim.state_dict(),
             "replay": self.replay.state_dict(),
+            "n_step_pending": self.window.state_dict(),
         }
 
     def load_networks_state(self, d: dict) -> None:
         for key in ("actor", "critics", "target", "actor_optim", "critic_optim", "replay"):
             getattr(self, key).load_state_dict(d[key])
+        self.window.load_state_dict(d.get("n_step_pending", {}))
 
 
 def frozen_copy(net: _Net) -> _Net:

@@ -36,8 +36,8 @@ k) is the CVPO code's scale, so its multiplier caps carry over.
 
 Critics (CVPO section 4.3): y_r = r + gamma (1 - d) min_i Q'_r,i(s', a'), y_c = c + gamma (1 -
 d) Q'_c(s', a'), a' ~ pi(.|s') of the current actor; polyak-averaged targets for both critics
-and for the actor (pi_old). As for SAC-Lag, the replay holds true observations and the critics
-are ``critics.QCritics``, the attackers' critics too.
+and for the actor (pi_old). As for SAC-Lag, the replay holds true observations (``n_step``-step
+transitions: ``sac_lag``) and the critics are ``critics.QCritics``, the attackers' critics too.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ reparameterised, Q_r = min of the two reward heads, primes the polyak-averaged t
     L_pi = mean( alpha log pi(a~|s) - Q_r(s, a~) + lambda Q_c(s, a~) ) / (1 + lambda if rescale)
     lambda <- max(0, lambda + lambda_lr (mean Q_c(s, a~) - qc_threshold))
 
+With ``n_step`` = k > 1 the replay holds k-step transitions (``buffers.NStepWindow``): r and c
+are sums over k steps discounted inside, s' the state k steps on, and gamma becomes gamma^k in
+both targets (FSRL's SAC-Lag and CVPO take k = 2; the default 1 is the paper code's).
+
 With ``actor_average`` > 0 a Polyak average of the actor's weights follows every gradient step,
 avg <- actor_average avg + (1 - actor_average) pi, and is the policy saved in the agent file
 (``saved_actor``); the envs are stepped with the last actor either way.
@@ -59,13 +63,15 @@ def q_targets(
     q_r_next: torch.Tensor,
     q_c_next: torch.Tensor,
     logp_next: torch.Tensor,
-    gamma: float,
+    discount: float | torch.Tensor,
     alpha: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The soft Bellman targets (y_r, y_c); ``q_r_next`` is already the minimum of the heads."""
+    """The soft Bellman targets (y_r, y_c); ``q_r_next`` is already the minimum of the heads.
+    ``discount``: gamma, or gamma^k per transition for k-step ones (``reward`` / ``cost`` are
+    then their k-step discounted sums and s' the state k steps on)."""
     not_done = 1.0 - done
-    y_r = reward + gamma * not_done * (q_r_next - alpha * logp_next)
-    y_c = cost + gamma * not_done * q_c_next
+    y_r = reward + discount * not_done * (q_r_next - alpha * logp_next)
+    y_c = cost + discount * not_done * q_c_next
     return y_r, y_c
 
 
@@ -126,7 +132,7 @@ def critic_step(
             target.q_reward(b["next_obs"], a_next),
             target.q_cost(b["next_obs"], a_next),
             logp_next,
-            gamma,
+            gamma ** b["steps"] if "steps" in b else gamma,  # k-step transitions: gamma^k
             alpha,
         )
     loss = critic_loss(

@@ -1,0 +1,152 @@
+"""n-step transitions for the off-policy learners: the sums by hand, chunks against one
+rollout, the window's resumable state, the targets' discount, and a resumed n-step run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from test_sac_lag_training import sac_train
+from tiny_config import full_and_resumed
+
+from robustsafe.buffers import NStepWindow, ReplayBuffer, Rollout, n_step_sums
+from robustsafe.config import CVPOConfig, SACLagConfig
+from robustsafe.learners.sac_lag import q_targets
+from robustsafe.runstate import load_state
+
+
+def test_n_step_sums_by_hand():
+    # one env, 4 steps; the episode ends after step 1; gamma 0.5, n 3
+    reward = np.array([[1.0], [2.0], [3.0], [4.0]])
+    cost = np.array([[0.0], [1.0], [0.0], [1.0]])
+    end = np.array([[False], [True], [False], [False]])
+    r, c, k = n_step_sums(reward, cost, end, 3, 0.5)
+    # t0: steps 0-1 (the end); t1: step 1; t2: steps 2-3 (the rollout's end); t3: step 3
+    assert r[:, 0].tolist() == [2.0, 2.0, 5.0, 4.0]
+    assert c[:, 0].tolist() == [0.5, 1.0, 0.5, 1.0]
+    assert k[:, 0].tolist() == [2, 1, 2, 1]
+    r1, c1, k1 = n_step_sums(reward, cost, end, 1, 0.5)
+    assert (r1 == reward).all() and (c1 == cost).all() and (k1 == 1).all()
+
+
+def _rollout(T: int, N: int, seed: int, ends: dict[tuple[int, int], str]) -> Rollout:
+    """A random rollout whose ``next_obs`` of step t is the state of step t + 1 (an episode's
+    end: an unrelated final state); ``ends[(t, env)]`` is "term" or "trunc"."""
+    rng = np.random.default_rng(seed)
+    obs = rng.normal(size=(T + 1, N, 3)).astype(np.float32)
+    next_obs = obs[1:].copy()
+    terminated = np.zeros((T, N), bool)
+    truncated = np.zeros((T, N), bool)
+    for (t, env), kind in ends.items():
+        (terminated if kind == "term" else truncated)[t, env] = True
+        next_obs[t, env] = 100.0 + t  # the final observation, not the next start
+    return Rollout(
+        obs=obs[:T],
+        true_obs=obs[:T],
+        act=rng.normal(size=(T, N, 2)).astype(np.float32),
+        logp=np.zeros((T, N), np.float32),
+        reward=rng.normal(size=(T, N)).astype(np.float32),
+        cost=rng.random(size=(T, N)).astype(np.float32),
+        next_obs=next_obs,
+        terminated=terminated,
+        truncated=truncated,
+    )
+
+
+def _split(ro: Rollout, cut: int) -> tuple[Rollout, Rollout]:
+    fields = ro.__dataclass_fields__
+    first = Rollout(**{f: getattr(ro, f)[:cut] for f in fields})
+    return first, Rollout(**{f: getattr(ro, f)[cut:] for f in fields})
+
+
+def test_a_transition_by_hand_termination_and_truncation():
+    ro = _rollout(6, 2, 0, {(1, 0): "term", (2, 1): "trunc"})
+    obs, act, r, c, next_obs, done, k = NStepWindow(3, 0.9).transitions(ro)
+    # 6 - 2 = 4 steps complete, 2 envs each, time-major: row 2 t + env
+    assert k.tolist() == [2, 3, 1, 2, 3, 1, 3, 3]
+    g = 0.9
+    # env 0 at t=0: steps 0, 1; terminated at 1: no bootstrap
+    assert r[0] == pytest.approx(ro.reward[0, 0] + g * ro.reward[1, 0], rel=1e-6)
+    assert done[0] == 1 and (next_obs[0] == ro.next_obs[1, 0]).all()
+    # env 1 at t=1: steps 1, 2; truncated at 2: bootstraps from the final observation
+    assert c[3] == pytest.approx(ro.cost[1, 1] + g * ro.cost[2, 1], rel=1e-6)
+    assert done[3] == 0 and (next_obs[3] == 102.0).all()
+    # env 0 at t=2: three whole steps, s' = the state of step 5
+    want = ro.reward[2, 0] + g * ro.reward[3, 0] + g * g * ro.reward[4, 0]
+    assert r[4] == pytest.approx(want, rel=1e-6)
+    assert (next_obs[4] == ro.obs[5, 0]).all() and (obs[4] == ro.obs[2, 0]).all()
+    assert (act[4] == ro.act[2, 0]).all()
+
+
+def test_chunks_give_the_transitions_of_one_rollout_and_resume_from_the_state():
+    ro = _rollout(11, 3, 1, {(3, 0): "term", (4, 2): "trunc", (8, 1): "term"})
+    whole = NStepWindow(3, 0.97).transitions(ro)
+    first, rest = _split(ro, 4)
+    middle, last = _split(rest, 3)
+    window = NStepWindow(3, 0.97)
+    parts = [window.transitions(first), window.transitions(middle)]
+    # resume: a fresh window from the saved state finishes the same way
+    resumed = NStepWindow(3, 0.97)
+    resumed.load_state_dict(window.state_dict())
+    parts.append(resumed.transitions(last))
+    for i, field in enumerate(zip(*parts, strict=True)):
+        assert np.array_equal(np.concatenate(field), whole[i]), i
+    # the sums cross the chunks' ends: transitions of 3 steps start in the last 2 of a chunk
+    assert (np.concatenate([p[6] for p in parts])[6:12] == 3).any()
+
+
+def test_one_step_window_is_the_rollouts_own_transitions():
+    ro = _rollout(5, 2, 2, {(2, 1): "term"})
+    out = NStepWindow(1, 0.99).transitions(ro)
+    for a, b in zip(out[:6], ro.flat(), strict=True):
+        assert np.array_equal(a, b)
+    assert (out[6] == 1).all()
+
+
+def test_replay_keeps_steps_and_reads_a_state_saved_before_them():
+    buf = ReplayBuffer(3, 2, 10)
+    ro = _rollout(6, 2, 3, {})
+    buf.add(*NStepWindow(2, 0.9).transitions(ro))
+    assert buf.size == 10 and set(buf.steps[:10].tolist()) == {2.0}
+    state = buf.state_dict()
+    old = {k: v for k, v in state.items() if k != "steps"}
+    fresh = ReplayBuffer(3, 2, 10)
+    fresh.steps[:] = 7.0
+    fresh.load_state_dict(old)
+    assert (fresh.steps[:10] == 1.0).all()
+
+
+def test_q_targets_discount_each_transition_by_its_own_gamma_power():
+    done = torch.tensor([0.0, 0.0, 1.0])
+    disc = 0.5 ** torch.tensor([1.0, 2.0, 2.0])
+    y_r, y_c = q_targets(
+        torch.tensor([1.0, 1.0, 1.0]),
+        torch.tensor([0.0, 2.0, 2.0]),
+        done,
+        torch.tensor([4.0, 4.0, 4.0]),
+        torch.tensor([8.0, 8.0, 8.0]),
+        torch.zeros(3),
+        disc,
+        0.0,
+    )
+    assert y_r.tolist() == [3.0, 2.0, 1.0] and y_c.tolist() == [4.0, 4.0, 2.0]
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, True])
+def test_n_step_must_be_a_positive_integer(bad):
+    for cls in (SACLagConfig, CVPOConfig):
+        with pytest.raises(ValueError, match="n_step must be an integer >= 1"):
+            cls(n_step=bad)
+
+
+def test_an_n_step_sac_lag_run_resumes_bit_identically(tmp_path):
+    def train(out, *extra):
+        return sac_train(out, "--set", "sac.n_step=3", *extra)
+
+    full, cut = full_and_resumed(train, tmp_path, "vanilla")
+    a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
+    for key in ("obs", "reward", "next_obs", "steps"):
+        assert np.array_equal(a["replay"][key], b["replay"][key]), key
+    assert np.array_equal(a["n_step_pending"]["reward"], b["n_step_pending"]["reward"])
+    # 3-step transitions, and shorter ones where an episode (20 steps) ends
+    assert set(a["replay"]["steps"].tolist()) == {1.0, 2.0, 3.0}
