@@ -59,7 +59,9 @@ def test_cli_trains_cvpo_and_attacks_use_its_critics(tmp_path):
         assert float(row["eta"]) > 0 and float(row["lambda"]) >= 0
         assert float(row["kl_estep"]) == pytest.approx(0.1, rel=0.05)  # the E-step's bound
     state = load_state(run / "state.pt")
-    assert state["learner"]["replay"]["size"] == 80 and state["critic_trainer"] is None
+    # the fast preset's 2-step targets: each env's last step waits for the next collect
+    assert state["learner"]["replay"]["size"] == 78 and state["critic_trainer"] is None
+    assert state["learner"]["n_step_pending"]["reward"].shape == (1, 2)
     agent = load_agent(run)
     assert isinstance(agent.actor, SquashedGaussianActor)
     # Training moved the actor and the critics away from their initial values.
@@ -127,13 +129,13 @@ def test_cvpo_presets_take_the_off_policy_epochs(env_id):
     ppol = preset(env_id, "fast")
     start = cfg.robust.schedule_start / cfg.epochs
     assert start == pytest.approx(ppol.robust.schedule_start / ppol.epochs, abs=0.02)
-    # fast: FSRL's lighter updates, target averaging and E-step dual bound (measured); paper: the
-    # CVPO code's
+    # fast: FSRL's lighter updates, target averaging, E-step dual bound and 2-step targets
+    # (measured); paper: the CVPO code's
     fast, paper = cfg.cvpo, preset(env_id, "paper", algo="cvpo").cvpo
     assert (fast.sample_actions, fast.batch_size, fast.mstep_iters) == (16, 256, 1)
-    assert (fast.polyak, fast.dual_max) == (0.95, 20.0)
+    assert (fast.polyak, fast.dual_max, fast.n_step) == (0.95, 20.0, 2)
     assert (paper.sample_actions, paper.batch_size, paper.mstep_iters) == (32, 300, 6)
-    assert (paper.polyak, paper.dual_max) == (0.995, 1e5)
+    assert (paper.polyak, paper.dual_max, paper.n_step) == (0.995, 1e5, 1)
     assert fast.estep_kl == paper.estep_kl == 0.1
     assert preset(env_id, "fast", algo="sac-lag").cvpo == paper  # other learners untouched
 
