@@ -131,8 +131,11 @@ class NStepWindow:
     def transitions(self, ro: Rollout) -> tuple[np.ndarray, ...]:
         """The complete transitions (obs, act, R, C, next_obs, done, k), flattened over (time,
         env) in time order, for ``ReplayBuffer.add``."""
-        if self.n == 1:
+        if self.n == 1:  # what ``_n_step`` gives for n = 1, without copies
             return (*ro.flat(), np.ones(ro.size, np.float32))
+        return self._n_step(ro)
+
+    def _n_step(self, ro: Rollout) -> tuple[np.ndarray, ...]:
         x = {key: getattr(ro, key) for key in self._KEYS}
         if self.pending is not None:
             x = {key: np.concatenate([self.pending[key], x[key]]) for key in self._KEYS}
@@ -144,13 +147,14 @@ class NStepWindow:
         t = np.arange(ready)[:, None]
         last = t + k[:ready] - 1  # (ready, N): the step whose next state the target uses
         env = np.arange(N)[None, :]
-        m = ready * N
+        m = ready * N  # 0 while the first steps wait: explicit shapes, not -1
+        obs_dim, act_dim = x["true_obs"].shape[2:], x["act"].shape[2:]
         return (
-            x["true_obs"][:ready].reshape(m, -1),
-            x["act"][:ready].reshape(m, -1),
+            x["true_obs"][:ready].reshape(m, *obs_dim),
+            x["act"][:ready].reshape(m, *act_dim),
             r_sum[:ready].reshape(m).astype(np.float32),
             c_sum[:ready].reshape(m).astype(np.float32),
-            x["next_obs"][last, env].reshape(m, -1),
+            x["next_obs"][last, env].reshape(m, *obs_dim),
             x["terminated"][last, env].reshape(m),
             k[:ready].reshape(m).astype(np.float32),
         )

@@ -3,6 +3,8 @@ rollout, the window's resumable state, the targets' discount, and a resumed n-st
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +13,9 @@ from tiny_config import full_and_resumed
 
 from robustsafe.buffers import NStepWindow, ReplayBuffer, Rollout, n_step_sums
 from robustsafe.config import CVPOConfig, SACLagConfig
-from robustsafe.learners.sac_lag import q_targets
+from robustsafe.critics import QCritics
+from robustsafe.learners.sac_lag import critic_step, q_targets
+from robustsafe.nets import SquashedGaussianActor
 from robustsafe.runstate import load_state
 
 
@@ -97,10 +101,112 @@ def test_chunks_give_the_transitions_of_one_rollout_and_resume_from_the_state():
 
 def test_one_step_window_is_the_rollouts_own_transitions():
     ro = _rollout(5, 2, 2, {(2, 1): "term"})
-    out = NStepWindow(1, 0.99).transitions(ro)
+    window = NStepWindow(1, 0.99)
+    out = window.transitions(ro)  # n = 1 passes the rollout through
     for a, b in zip(out[:6], ro.flat(), strict=True):
         assert np.array_equal(a, b)
     assert (out[6] == 1).all()
+    # the n-step path at n = 1 gives the same transitions, bit for bit
+    general = window._n_step(ro)
+    for a, b in zip(general, out, strict=True):
+        assert a.dtype == b.dtype or a.dtype == bool
+        assert np.array_equal(a, b)
+
+
+def _reference(ro: Rollout, n: int, gamma: float) -> list[tuple]:
+    """n-step transitions by the definition, one (t, env) at a time, over the whole rollout,
+    for the steps with n - 1 steps after them (what a window has handed over at its end)."""
+    T, N = ro.reward.shape
+    out = []
+    for t in range(T - (n - 1)):
+        for e in range(N):
+            r = c = 0.0
+            k = 0
+            while k < n:
+                r += gamma**k * float(ro.reward[t + k, e])
+                c += gamma**k * float(ro.cost[t + k, e])
+                k += 1
+                if ro.terminated[t + k - 1, e] or ro.truncated[t + k - 1, e]:
+                    break
+            last = t + k - 1
+            out.append((ro.true_obs[t, e], r, c, ro.next_obs[last, e], ro.terminated[last, e], k))
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_random_chunks_give_the_transitions_of_the_definition(n):
+    rng = np.random.default_rng(n)
+    for trial in range(10):
+        T = 14
+        ends = {
+            (int(t), int(e)): ("term" if rng.random() < 0.5 else "trunc")
+            for t, e in zip(rng.integers(0, T, 5), rng.integers(0, 3, 5), strict=True)
+        }
+        ro = _rollout(T, 3, 100 + trial, ends)
+        window = NStepWindow(n, 0.9)
+        parts, start = [], 0
+        while start < T:  # chunks of 1-4 steps: some shorter than n - 1, the first too
+            cut = min(T, start + int(rng.integers(1, 5)))
+            chunk = _split(_split(ro, cut)[0], start)[1]
+            resumed = NStepWindow(n, 0.9)
+            resumed.load_state_dict(window.state_dict())
+            window = resumed
+            parts.append(window.transitions(chunk))
+            start = cut
+        got = [np.concatenate(field) for field in zip(*parts, strict=True)]
+        want = _reference(ro, n, 0.9)
+        assert len(got[0]) == len(want)
+        for i, (obs, r, c, next_obs, done, k) in enumerate(want):
+            assert np.array_equal(got[0][i], obs)
+            assert got[2][i] == pytest.approx(r, rel=1e-5, abs=1e-6)
+            assert got[3][i] == pytest.approx(c, rel=1e-5, abs=1e-6)
+            assert np.array_equal(got[4][i], next_obs)
+            assert bool(got[5][i]) == bool(done) and got[6][i] == k
+
+
+def test_a_first_chunk_shorter_than_the_window_hands_over_nothing_yet():
+    ro = _rollout(6, 2, 4, {})
+    first, rest = _split(ro, 2)
+    window = NStepWindow(4, 0.9)
+    out = window.transitions(first)
+    assert [a.shape for a in out] == [(0, 3), (0, 2), (0,), (0,), (0, 3), (0,), (0,)]
+    ReplayBuffer(3, 2, 10).add(*out)  # and the replay takes it
+    assert len(window.transitions(rest)[0]) == 2 * (6 - 3)
+
+
+@pytest.mark.parametrize("alpha", [0.001, 0.0])  # SAC-Lag's soft targets, CVPO's plain ones
+def test_the_critic_step_bootstraps_by_gamma_to_the_transitions_steps(alpha):
+    torch.manual_seed(0)
+    actor = SquashedGaussianActor(2, 1, (4,))
+    critics = QCritics(2, 1, (4,))
+    rng = np.random.default_rng(0)
+    batch = {
+        "obs": rng.normal(size=(6, 2)).astype(np.float32),
+        "act": rng.uniform(-1, 1, size=(6, 1)).astype(np.float32),
+        "reward": rng.normal(size=6).astype(np.float32),
+        "cost": rng.uniform(size=6).astype(np.float32),
+        "next_obs": rng.normal(size=(6, 2)).astype(np.float32),
+        "done": np.zeros(6, np.float32),
+    }
+
+    def grads(steps: float | None, gamma: float) -> list[torch.Tensor]:
+        net = copy.deepcopy(critics)
+        target = copy.deepcopy(critics)
+        b = {k: torch.as_tensor(v) for k, v in batch.items()}
+        if steps is not None:
+            b["steps"] = torch.full((6,), steps)
+        optim = torch.optim.SGD(net.parameters(), lr=0.0)
+        gen = torch.Generator().manual_seed(1)
+        critic_step(actor, net, target, optim, b, gen, gamma, alpha)
+        return [p.grad.clone() for p in net.parameters()]
+
+    two, squared = grads(2.0, 0.9), grads(None, 0.81)
+    assert all(
+        torch.allclose(a, b, rtol=1e-5, atol=1e-7) for a, b in zip(two, squared, strict=True)
+    )
+    one, plain = grads(1.0, 0.9), grads(None, 0.9)
+    assert all(torch.equal(a, b) for a, b in zip(one, plain, strict=True))
+    assert not all(torch.allclose(a, b) for a, b in zip(two, one, strict=True))
 
 
 def test_replay_keeps_steps_and_reads_a_state_saved_before_them():

@@ -120,7 +120,9 @@ def critic_step(
 ) -> float:
     """One gradient step of Q_r (every head) and Q_c on a replay batch, towards the targets of
     ``q_targets`` with a' ~ pi(.|s') of the current actor: soft targets for ``alpha`` > 0, plain
-    ones for ``alpha`` = 0 (CVPO). Returns the loss."""
+    ones for ``alpha`` = 0 (CVPO). The bootstrap is discounted by gamma^k, k the batch's
+    ``steps`` (the env steps each transition spans); a batch without ``steps`` holds one-step
+    transitions, as ``ReplayBuffer.add`` without them. Returns the loss."""
     with torch.no_grad():
         a_next, logp_next = actor.sample(b["next_obs"], generator)
         if alpha == 0.0:
@@ -132,7 +134,7 @@ def critic_step(
             target.q_reward(b["next_obs"], a_next),
             target.q_cost(b["next_obs"], a_next),
             logp_next,
-            gamma ** b["steps"] if "steps" in b else gamma,  # k-step transitions: gamma^k
+            gamma ** b["steps"] if "steps" in b else gamma,
             alpha,
         )
     loss = critic_loss(
