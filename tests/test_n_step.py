@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from test_sac_lag_training import sac_train
-from tiny_config import full_and_resumed
+from tiny_config import full_and_resumed, replay_batch
 
 from robustsafe.buffers import NStepWindow, ReplayBuffer, Rollout, n_step_sums
 from robustsafe.config import CVPOConfig, SACLagConfig
@@ -179,15 +179,7 @@ def test_the_critic_step_bootstraps_by_gamma_to_the_transitions_steps(alpha):
     torch.manual_seed(0)
     actor = SquashedGaussianActor(2, 1, (4,))
     critics = QCritics(2, 1, (4,))
-    rng = np.random.default_rng(0)
-    batch = {
-        "obs": rng.normal(size=(6, 2)).astype(np.float32),
-        "act": rng.uniform(-1, 1, size=(6, 1)).astype(np.float32),
-        "reward": rng.normal(size=6).astype(np.float32),
-        "cost": rng.uniform(size=6).astype(np.float32),
-        "next_obs": rng.normal(size=(6, 2)).astype(np.float32),
-        "done": np.zeros(6, np.float32),
-    }
+    batch = replay_batch(6)
 
     def grads(steps: float | None, gamma: float) -> list[torch.Tensor]:
         net = copy.deepcopy(critics)

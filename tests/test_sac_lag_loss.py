@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from tiny_config import replay_batch
 
 from robustsafe.config import SACLagConfig
 from robustsafe.critics import QCritics
@@ -253,15 +254,7 @@ def test_the_actor_step_leaves_the_critics_gradients_to_the_critic_loss():
     learner = SACLagrangian(
         actor, QCritics(2, 1, (4,)), ValueCritic(2, ()), ValueCritic(2, ()), cfg, 2, 1, 2
     )
-    rng = np.random.default_rng(0)
-    batch = {
-        "obs": rng.normal(size=(5, 2)).astype(np.float32),
-        "act": rng.uniform(-1, 1, size=(5, 1)).astype(np.float32),
-        "reward": rng.normal(size=5).astype(np.float32),
-        "cost": rng.uniform(size=5).astype(np.float32),
-        "next_obs": rng.normal(size=(5, 2)).astype(np.float32),
-        "done": np.zeros(5, np.float32),
-    }
+    batch = replay_batch(5)
     twin = copy.deepcopy(learner)
     gen = torch.Generator().manual_seed(1)
     twin_gen = torch.Generator().manual_seed(1)

@@ -146,3 +146,17 @@ def register_toy(env_id: str, cls: type[WalkToy], episode_steps: int) -> str:
     if env_id not in gym.registry:
         gym.register(env_id, entry_point=cls, max_episode_steps=episode_steps)
     return env_id
+
+
+def replay_batch(n: int, obs_dim: int = 2, seed: int = 0) -> dict[str, np.ndarray]:
+    """A random one-step replay batch of ``n`` transitions (1-D actions, none done), as
+    ``ReplayBuffer.sample`` returns without ``steps``."""
+    rng = np.random.default_rng(seed)
+    return {
+        "obs": rng.normal(size=(n, obs_dim)).astype(np.float32),
+        "act": rng.uniform(-1, 1, size=(n, 1)).astype(np.float32),
+        "reward": rng.normal(size=n).astype(np.float32),
+        "cost": rng.uniform(size=n).astype(np.float32),
+        "next_obs": rng.normal(size=(n, obs_dim)).astype(np.float32),
+        "done": np.zeros(n, np.float32),
+    }
