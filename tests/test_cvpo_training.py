@@ -92,8 +92,14 @@ def test_cvpo_resume_is_bit_identical(tmp_path, mode, monkeypatch):
     assert (max(acted_on) > 0) == (mode != "vanilla")
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["duals"] == b["duals"] and a["duals"][0] != 0.1  # eta moved from its start
-    for key in ("obs", "act", "reward"):
+    for key in ("obs", "act", "reward", "steps"):
         assert (a["replay"][key] == b["replay"][key]).all()
+    # The fast preset's 2-step transitions hold the true states, not the attacked ones: within
+    # an episode (20 steps, 2 envs interleaved, row 2 t + env) s'_t is the stored s_{t+2}.
+    obs, next_obs, steps = (a["replay"][k] for k in ("obs", "next_obs", "steps"))
+    whole = [i for i in range(len(obs) - 4) if steps[i] == 2 and (i // 2 + 2) % 20]
+    assert len(whole) > len(obs) // 2
+    assert (obs[[i + 4 for i in whole]] == next_obs[whole]).all()
     for part in ("target", "target_actor"):
         for name, value in a[part].items():
             assert torch.equal(value, b[part][name]), f"{part}.{name}"

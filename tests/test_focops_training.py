@@ -83,8 +83,11 @@ def test_focops_trains_in_robust_modes(tmp_path, mode, monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])
-def test_focops_resume_is_bit_identical(tmp_path, mode):
+def test_focops_resume_is_bit_identical(tmp_path, mode, monkeypatch):
+    acted_on = spy_acted_on(monkeypatch, FOCOPS, "update")
     full, cut = full_and_resumed(focops_train, tmp_path, mode, FOCOPS_NETS)
+    # a robust mode's policy acted on attacked observations (else its resume is vanilla's)
+    assert (max(acted_on) > 0) == (mode != "vanilla")
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["nu"] == b["nu"] != 0.5
 

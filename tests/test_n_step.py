@@ -14,8 +14,9 @@ from tiny_config import full_and_resumed, replay_batch
 from robustsafe.buffers import NStepWindow, ReplayBuffer, Rollout, n_step_sums
 from robustsafe.config import CVPOConfig, SACLagConfig
 from robustsafe.critics import QCritics
-from robustsafe.learners.sac_lag import critic_step, q_targets
-from robustsafe.nets import SquashedGaussianActor
+from robustsafe.learners.cvpo import CVPO
+from robustsafe.learners.sac_lag import SACLagrangian, critic_step, q_targets
+from robustsafe.nets import SquashedGaussianActor, ValueCritic
 from robustsafe.runstate import load_state
 
 
@@ -34,8 +35,9 @@ def test_n_step_sums_by_hand():
 
 
 def _rollout(T: int, N: int, seed: int, ends: dict[tuple[int, int], str]) -> Rollout:
-    """A random rollout whose ``next_obs`` of step t is the state of step t + 1 (an episode's
-    end: an unrelated final state); ``ends[(t, env)]`` is "term" or "trunc"."""
+    """A random rollout whose ``next_obs`` of step t is the true state of step t + 1 (an
+    episode's end: an unrelated final state) and whose acted-on ``obs`` differ from the true
+    ones; ``ends[(t, env)]`` is "term" or "trunc"."""
     rng = np.random.default_rng(seed)
     obs = rng.normal(size=(T + 1, N, 3)).astype(np.float32)
     next_obs = obs[1:].copy()
@@ -45,7 +47,7 @@ def _rollout(T: int, N: int, seed: int, ends: dict[tuple[int, int], str]) -> Rol
         (terminated if kind == "term" else truncated)[t, env] = True
         next_obs[t, env] = 100.0 + t  # the final observation, not the next start
     return Rollout(
-        obs=obs[:T],
+        obs=obs[:T] + 0.5,  # what the policy acted on (attacked): never stored
         true_obs=obs[:T],
         act=rng.normal(size=(T, N, 2)).astype(np.float32),
         logp=np.zeros((T, N), np.float32),
@@ -78,7 +80,7 @@ def test_a_transition_by_hand_termination_and_truncation():
     # env 0 at t=2: three whole steps, s' = the state of step 5
     want = ro.reward[2, 0] + g * ro.reward[3, 0] + g * g * ro.reward[4, 0]
     assert r[4] == pytest.approx(want, rel=1e-6)
-    assert (next_obs[4] == ro.obs[5, 0]).all() and (obs[4] == ro.obs[2, 0]).all()
+    assert (next_obs[4] == ro.true_obs[5, 0]).all() and (obs[4] == ro.true_obs[2, 0]).all()
     assert (act[4] == ro.act[2, 0]).all()
 
 
@@ -102,15 +104,16 @@ def test_chunks_give_the_transitions_of_one_rollout_and_resume_from_the_state():
 def test_one_step_window_is_the_rollouts_own_transitions():
     ro = _rollout(5, 2, 2, {(2, 1): "term"})
     window = NStepWindow(1, 0.99)
-    out = window.transitions(ro)  # n = 1 passes the rollout through
-    for a, b in zip(out[:6], ro.flat(), strict=True):
-        assert np.array_equal(a, b)
-    assert (out[6] == 1).all()
+    out = window.transitions(ro)  # n = 1: the rollout's own one-step transitions
+    T, N = ro.reward.shape
+    assert np.array_equal(out[0], ro.true_obs.reshape(T * N, 3))
+    assert np.array_equal(out[4], ro.next_obs.reshape(T * N, 3))
+    assert np.array_equal(out[2], ro.reward.reshape(-1)) and (out[6] == 1).all()
+    assert out[5].tolist() == ro.terminated.reshape(-1).tolist()
     # the n-step path at n = 1 gives the same transitions, bit for bit
     general = window._n_step(ro)
     for a, b in zip(general, out, strict=True):
-        assert a.dtype == b.dtype or a.dtype == bool
-        assert np.array_equal(a, b)
+        assert np.array_equal(a, b) and a.dtype == b.dtype and a.shape == b.shape
 
 
 def _reference(ro: Rollout, n: int, gamma: float) -> list[tuple]:
@@ -129,7 +132,8 @@ def _reference(ro: Rollout, n: int, gamma: float) -> list[tuple]:
                 if ro.terminated[t + k - 1, e] or ro.truncated[t + k - 1, e]:
                     break
             last = t + k - 1
-            out.append((ro.true_obs[t, e], r, c, ro.next_obs[last, e], ro.terminated[last, e], k))
+            done = ro.terminated[last, e]
+            out.append((ro.true_obs[t, e], ro.act[t, e], r, c, ro.next_obs[last, e], done, k))
     return out
 
 
@@ -156,8 +160,8 @@ def test_random_chunks_give_the_transitions_of_the_definition(n):
         got = [np.concatenate(field) for field in zip(*parts, strict=True)]
         want = _reference(ro, n, 0.9)
         assert len(got[0]) == len(want)
-        for i, (obs, r, c, next_obs, done, k) in enumerate(want):
-            assert np.array_equal(got[0][i], obs)
+        for i, (obs, act, r, c, next_obs, done, k) in enumerate(want):
+            assert np.array_equal(got[0][i], obs) and np.array_equal(got[1][i], act)
             assert got[2][i] == pytest.approx(r, rel=1e-5, abs=1e-6)
             assert got[3][i] == pytest.approx(c, rel=1e-5, abs=1e-6)
             assert np.array_equal(got[4][i], next_obs)
@@ -199,6 +203,49 @@ def test_the_critic_step_bootstraps_by_gamma_to_the_transitions_steps(alpha):
     one, plain = grads(1.0, 0.9), grads(None, 0.9)
     assert all(torch.equal(a, b) for a, b in zip(one, plain, strict=True))
     assert not all(torch.allclose(a, b) for a, b in zip(two, one, strict=True))
+
+
+def _learner(algo: str, gamma: float, n_step: int) -> SACLagrangian | CVPO:
+    """A learner on the rollouts of ``_rollout`` (3-d observations, 2-d actions), its networks
+    the same for every call."""
+    torch.manual_seed(0)
+    nets = (
+        SquashedGaussianActor(3, 2, (8,)),
+        QCritics(3, 2, (8,)),
+        ValueCritic(3, ()),
+        ValueCritic(3, ()),
+    )
+    if algo == "sac-lag":
+        cfg = SACLagConfig(gamma=gamma, n_step=n_step, multiplier="gradient")
+        return SACLagrangian(*nets, cfg, 3, 2, 10)
+    cfg = CVPOConfig(gamma=gamma, n_step=n_step, sample_actions=8, mstep_iters=1)
+    return CVPO(*nets, cfg, 3, 2, episode_steps=10)
+
+
+@pytest.mark.parametrize("algo", ["sac-lag", "cvpo"])
+def test_a_learner_stores_n_step_transitions_and_its_update_discounts_them(algo):
+    """Through the learner: ``add`` stores 2-step sums at the run's gamma from the true states,
+    the replay hands the steps back, and ``update`` bootstraps by gamma^2: its critic loss is
+    that of one-step transitions at gamma^2 = 0.81 (and not that at 0.9)."""
+    ro = _rollout(6, 2, 5, {})
+    learner = _learner(algo, 0.9, 2)
+    learner.add(ro)
+    buf = learner.replay
+    assert buf.size == 2 * 5 and (buf.steps[:10] == 2.0).all()
+    assert np.array_equal(buf.obs[:10], ro.true_obs[:5].reshape(10, 3))  # not the acted-on obs
+    assert np.array_equal(buf.next_obs[:10], ro.next_obs[1:].reshape(10, 3))
+    want = ro.reward[:5] + 0.9 * ro.reward[1:]
+    assert np.allclose(buf.reward[:10], want.reshape(10), rtol=1e-6)
+    batch = buf.sample(8, np.random.default_rng(0))
+    assert (batch["steps"] == 2.0).all()
+    one_step = {k: v for k, v in batch.items() if k != "steps"}
+
+    def loss_q(learner, batch) -> float:
+        return learner.update(batch, torch.Generator().manual_seed(3))["loss_q"]
+
+    got = loss_q(learner, batch)
+    assert got == pytest.approx(loss_q(_learner(algo, 0.81, 1), one_step), rel=1e-5)
+    assert got != pytest.approx(loss_q(_learner(algo, 0.9, 1), one_step), rel=1e-3)
 
 
 def test_replay_keeps_steps_and_reads_a_state_saved_before_them():

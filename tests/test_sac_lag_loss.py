@@ -295,10 +295,11 @@ def test_a_learned_alpha_takes_one_adam_step_towards_the_target_entropy(target, 
     assert "log_alpha" in learner.state_dict()
 
 
-def test_a_fixed_alpha_stays_put_and_is_not_in_the_state():
+def test_a_fixed_alpha_is_not_learned_nor_in_the_state():
+    # (the losses' use of the fixed alpha: test_one_gradient_step_on_hand_set_networks)
     learner = _learner(SACLagConfig(alpha=0.05, multiplier="gradient"), _actor(0.1, -0.7))
     learner.update(_constant_batch(8, obs=0.0, cost=0.0), torch.Generator().manual_seed(0))
-    assert learner.alpha == 0.05 and "log_alpha" not in learner.state_dict()
+    assert learner.log_alpha is None and "log_alpha" not in learner.state_dict()
 
 
 def test_the_default_entropy_target_is_minus_the_action_dimension():

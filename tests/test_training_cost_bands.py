@@ -11,10 +11,15 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _training_cost():
+    """The script as a module (it imports its sibling ``recipe_runs``: ``benchmarks/`` is on the
+    path only while it loads)."""
     sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("training_cost", BENCH / "training_cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec = importlib.util.spec_from_file_location("training_cost", BENCH / "training_cost.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
     return module
 
 
