@@ -1,6 +1,7 @@
 """Float32 batch-size effects, and the deterministic vs the mean action in the critic objective.
 
-    python benchmarks/batch_invariance.py   # results/batch_invariance/{README.md,results.json}
+    python benchmarks/batch_invariance.py [--out DIR]   # DIR/{README.md,results.json}
+                                                        # (default results/batch_invariance)
 
 On the zoo PPOL-vanilla agents, with observations of each agent's own natural episodes
 (``attack_convergence.natural_observations``, 256 per agent), it measures:
@@ -24,6 +25,7 @@ On the zoo PPOL-vanilla agents, with observations of each agent's own natural ep
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -240,9 +242,15 @@ def markdown(r: dict) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="folder for the results")
+    out = parser.parse_args().out
     torch.set_num_threads(1)
     start, load_start = time.perf_counter(), os.getloadavg()[0]
-    report: dict = {"command": "python benchmarks/batch_invariance.py", "machine": machine()}
+    command = "python benchmarks/batch_invariance.py"
+    if out.resolve() != OUT.resolve():
+        command += f" --out {out}"
+    report: dict = {"command": command, "machine": machine()}
     agents = {path: load_agent(ROOT / path).eval() for path in AGENTS}
     report["deterministic"] = {p: a.actor.deterministic for p, a in agents.items()}
     report["objective"] = []
@@ -263,9 +271,9 @@ def main() -> None:
     report["episodes"] = episode_spread(run)
     report["load_average"] = [load_start, os.getloadavg()[0]]
     report["seconds"] = time.perf_counter() - start
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "results.json").write_text(json.dumps(report, indent=1) + "\n")
-    (OUT / "README.md").write_text(markdown(report))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(report, indent=1) + "\n")
+    (out / "README.md").write_text(markdown(report))
     print(markdown(report))
 
 

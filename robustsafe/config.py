@@ -368,8 +368,9 @@ class RobustConfig:
 
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; accepted: {SCHEDULES}")
-        if self.epsilon < 0 or self.sa_beta < 0:
-            raise ValueError("epsilon and sa_beta must be >= 0")
+        for name in ("epsilon", "sa_beta"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.epsilon > MAX_EPSILON:  # surely a typo: the paper's budgets are 0.025-0.05
             raise ValueError(
                 f"epsilon must be <= {MAX_EPSILON:g} (observation units), got {self.epsilon}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install RobustSafe with the versions pinned in constraints.txt
-# (the reproducible set-up). torch goes first, pinned: an open range would pull a multi-GB CUDA
-# build. TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu takes it from PyTorch's CPU index.
+# (the reproducible set-up). torch goes first, at the pinned version, from PyPI (on Linux x86_64
+# PyPI's wheel is the multi-GB CUDA build); TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# takes the CPU build from PyTorch's index instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

@@ -371,6 +371,8 @@ def test_grid_refuses_an_unknown_env_id_in_one_line(tmp_path, capsys, dry_run):
         (["--epochs", "2", "--total-steps", "1000"], "give --epochs or --total-steps, not both"),
         (["--backend", "ray", "--parallel-runs", "2"], "--parallel-runs is for the local"),
         (["--parallel-runs", "0"], "--parallel-runs must be >= 1, got 0"),
+        # a negative comma list is the option's value (argparse alone: an unknown option)
+        (["--seeds", "-1,0"], "seeds must be non-negative integers, got -1"),
     ],
 )
 def test_grid_option_errors_are_one_line_in_the_users_words(tmp_path, capsys, extra, words):
@@ -379,6 +381,13 @@ def test_grid_option_errors_are_one_line_in_the_users_words(tmp_path, capsys, ex
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"robustsafe grid: error: {words}")
     assert not out.exists()
+
+
+def test_a_negative_comma_list_reaches_the_options_own_check(capsys):
+    zoo = Path(robustsafe.__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla"
+    assert main(["evaluate", "--run", str(zoo), "--eps", "-0.05,0.1"]) == 2
+    err = capsys.readouterr().err
+    assert err == "robustsafe evaluate: error: epsilons must be >= 0, got '-0.05,0.1'\n"
 
 
 @pytest.mark.parametrize("command", [["grid", "--envs", "SafetyCarRun-v0"], ["tabular", "demo"]])

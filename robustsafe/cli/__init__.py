@@ -17,6 +17,7 @@ One module per group of commands; each adds its subcommands to the parser with a
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from robustsafe import __version__
@@ -53,9 +54,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_NEGATIVE_VALUE = re.compile(r"^-\.?\d")  # -1,0 / -0.05,0.1 / -.5: a value, not an option
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``--seeds -1,0`` as ``--seeds=-1,0``: argparse takes a lone negative number for a value
+    but reads a negative comma list as an unknown option (and answers with the whole usage); the
+    joined form reaches the option's own check, whose one-line error names the bad value."""
+    out: list[str] = []
+    for tok in argv:
+        prev = out[-1] if out else ""
+        if _NEGATIVE_VALUE.match(tok) and prev.startswith("--") and "=" not in prev:
+            out[-1] = f"{prev}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
     try:
         return int(args.func(args))
     except CLIError as err:

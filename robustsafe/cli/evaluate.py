@@ -278,7 +278,8 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     e.add_argument(
         "--attacks",
         default="none",
-        help="comma-separated attackers: none,random,mad,amad,mc,mr,minr,mix:W",
+        help="comma-separated attackers: none,random,mad,amad,mc,mr,minr,mix:W (default: none, "
+        "the natural episodes only)",
     )
     e.add_argument(
         "--eps",

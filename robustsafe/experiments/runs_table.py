@@ -81,7 +81,9 @@ class RunRow:
 
     @property
     def robust(self) -> bool | None:
-        """Cost within the limit under all five attackers; None if one is missing or no limit."""
+        """Cost within the limit without attack and under all five attackers (a run unsafe
+        without attack is not robust, whatever the attackers do); None if an attacker is
+        missing or there is no limit."""
         worst = self.worst
         if (
             self.cost_limit is None
@@ -89,7 +91,7 @@ class RunRow:
             or len(self.attack_costs) < len(AVERAGED_ATTACKS)
         ):
             return None
-        return worst[1] <= self.cost_limit
+        return max(worst[1], self.natural_cost) <= self.cost_limit
 
 
 class TrainingTail(NamedTuple):
@@ -242,8 +244,9 @@ def format_runs_markdown(rows: Sequence[RunRow], root: str | PathLike | None = N
         lines.append("| " + " | ".join(cells) + " |")
     legend = (
         "One run per line: episode means of its evaluation (natural, then the cost under each "
-        "attacker at its epsilon). Robust: cost within the run's cost limit under all five "
-        'attackers ("-": one not evaluated). Train reward, train cost: the stochastic policy\'s '
+        "attacker at its epsilon). Robust: cost within the run's cost limit without attack and "
+        'under all five attackers ("-": one not evaluated). Train reward, train cost: the '
+        "stochastic policy's "
         f"mean training episode return and cost over the last {TRAIN_EPOCHS} epochs of its "
         "metrics.csv (epochs that finished no episode left out; under attack for the ADV and "
         "random modes); bold: a cost above the cost limit. Train wall: the last epoch's "
@@ -272,9 +275,10 @@ def _count(rows: Sequence[RunRow], verdicts: Sequence[bool | None]) -> str:
 
 def format_seeds_markdown(rows: Sequence[RunRow]) -> str:
     """One line per (env, method): over its runs, how many are safe without attack, how many
-    robust (every attacker within the limit), the range of natural rewards and the highest
-    attacked cost, with its seed and attacker. The per-seed verdicts of ``format_runs_markdown``,
-    counted: whether a method holds on every seed, which the pooled Table 1 cannot say."""
+    robust (safe without attack and under every attacker), the range of natural rewards and the
+    highest attacked cost, with its seed and attacker. The per-seed verdicts of
+    ``format_runs_markdown``, counted: whether a method holds on every seed, which the pooled
+    Table 1 cannot say."""
     groups: dict[tuple[str, str], list[RunRow]] = {}
     for r in rows:
         groups.setdefault((r.env_id, r.method), []).append(r)
@@ -298,10 +302,10 @@ def format_seeds_markdown(rows: Sequence[RunRow]) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     legend = (
         "Per method, its runs counted: safe without attack (natural cost within the run's cost "
-        "limit), robust (cost within the limit under all five attackers; runs missing one are "
-        "not counted), with the seeds that hold where not all do; the natural reward's range "
-        "over the seeds; the highest mean cost under any attacker, and where. * a method Table 1 "
-        "stars as failing: its low costs are no robustness."
+        "limit), robust (cost within the limit without attack and under all five attackers; runs "
+        "missing one are not counted), with the seeds that hold where not all do; the natural "
+        "reward's range over the seeds; the highest mean cost under any attacker, and where. * a "
+        "method Table 1 stars as failing: its low costs are no robustness."
     )
     return "\n".join(lines) + "\n\n" + legend + "\n"
 

@@ -13,6 +13,8 @@ from markdown_cells import markdown_tables
 from test_experiments_table import uniform, write_eval
 
 from robustsafe.experiments.runs_table import (
+    AVERAGED_ATTACKS,
+    RunRow,
     collect_runs,
     format_runs_csv,
     format_runs_markdown,
@@ -35,6 +37,19 @@ def with_limit(path: Path, limit: float) -> None:
     data = json.loads(path.read_text())
     data["cost_limit"] = limit
     path.write_text(json.dumps(data))
+
+
+def test_a_run_unsafe_without_attack_is_not_robust():
+    """Robust: within the limit without attack too; every attacker's cost alone is not enough
+    (an agent that hardly moves, 0.20 over the limit unattacked, its attacked costs <= 2.74)."""
+
+    def run(natural_cost: float, worst: float) -> RunRow:
+        costs = dict.fromkeys(AVERAGED_ATTACKS, 1.0) | {"mc": worst}
+        return RunRow("E", "ADV-PPOL(MC)", 0, 0.025, 7.6, natural_cost, costs, 5.0, None, Path())
+
+    assert run(5.2, 2.74).robust is False
+    assert run(5.0, 2.74).robust is True  # at the limit holds
+    assert run(0.0, 5.01).robust is False
 
 
 def test_training_tail_averages_the_last_ten_epochs_with_an_episode(tmp_path):
