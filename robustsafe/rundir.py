@@ -56,6 +56,9 @@ def load_run_config(run_dir: Path) -> TrainConfig:
 # a saved config of that learner that lacks one ran with this value, not with today's default
 # (a resume must go on as it began). Other learners' files keep the defaults, which they ignore.
 SETTINGS_BEFORE_THEY_EXISTED: dict[str, tuple[str, Any]] = {
+    # SA-PPOL regularised with the KL (the paper's text) until the authors' code's squared
+    # distance of the means became the default (the zoo's first PPOL agents)
+    "robust.sa_regularizer": ("ppol", "kl"),
     "sac.multiplier": ("sac-lag", "gradient"),  # the per-step ascent was the only multiplier
     "sac.rescale": ("sac-lag", False),  # the actor loss was not divided by (1 + lambda)
     "sac.actor_average": ("sac-lag", 0.0),  # the agent file held the last actor
@@ -64,11 +67,12 @@ SETTINGS_BEFORE_THEY_EXISTED: dict[str, tuple[str, Any]] = {
 
 def with_settings_of_its_time(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a saved config) with every setting of ``SETTINGS_BEFORE_THEY_EXISTED`` that
-    its learner's file lacks set to its old value; a group the file lacks is left alone."""
+    its learner's file lacks set to its old value (a file without ``algo`` is PPO-Lagrangian's,
+    from before there were other learners); a group the file lacks is left alone."""
     out = dict(data)
     for key, (algo, value) in SETTINGS_BEFORE_THEY_EXISTED.items():
         group, name = key.split(".")
-        if out.get("algo") == algo and isinstance(out.get(group), dict):
+        if out.get("algo", "ppol") == algo and isinstance(out.get(group), dict):
             out[group] = {name: value, **out[group]}
     return out
 

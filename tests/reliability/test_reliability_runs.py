@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -385,3 +386,23 @@ def test_a_sac_run_saved_before_a_setting_existed_keeps_its_old_behaviour(tmp_pa
     assert named.sac.rescale is True and named.sac.multiplier == "pid"
     ppol = load_run_config(_saved_config(tmp_path / "ppol", "ppol", without_new_settings))
     assert ppol.sac == TrainConfig().sac
+
+
+def test_a_ppol_file_from_before_the_regulariser_setting_ran_sa_ppol_with_the_kl(tmp_path):
+    from robustsafe.config import to_dict
+
+    data = to_dict(TrainConfig())
+    del data["algo"]  # as the first run files were: PPO-Lagrangian the only learner
+    del data["robust"]["sa_regularizer"]
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "config.yaml").write_text(yaml.safe_dump(data))
+    assert load_run_config(run).robust.sa_regularizer == "kl"
+    assert TrainConfig().robust.sa_regularizer == "mse"  # not today's default
+    # the committed zoo agents of that time read so too
+    zoo = Path(__file__).resolve().parents[2] / "zoo" / "SafetyCarRun-v0" / "sa-mc"
+    assert load_run_config(zoo).robust.sa_regularizer == "kl"
+    # a file that names it keeps it
+    data["robust"]["sa_regularizer"] = "mse"
+    (run / "config.yaml").write_text(yaml.safe_dump(data))
+    assert load_run_config(run).robust.sa_regularizer == "mse"
