@@ -336,9 +336,10 @@ class RobustConfig:
                  rollouts under the MC / MR / mixed attacker, with the agent's current Q
                  critics (ADV-PPOL, Algorithm 1);
       sa-mad, sa-mc, sa-mr
-                 clean rollouts; the actor loss adds sa_beta * KL(pi(.|s) || pi(.|s_adv)) with
-                 pi(.|s) detached and s_adv from MAD / MC / MR at full epsilon, computed once
-                 per update over the whole batch (SA-PPOL).
+                 clean rollouts; the actor loss adds sa_beta times the smoothness term
+                 (``sa_regularizer`` below) between pi(.|s), detached, and pi(.|s_adv), s_adv
+                 from MAD / MC / MR at full epsilon, computed once per update over the whole
+                 batch (SA-PPOL).
     The budget of random and adv modes follows the schedule (``robustsafe.schedule``).
     ``attacked_fraction`` < 1 attacks only that fraction of the envs in random / adv rollouts
     (the first ones), the others act on clean observations (a mixed rollout); the count is
@@ -353,7 +354,7 @@ class RobustConfig:
     mode: str = "vanilla"
     epsilon: float = 0.05
     schedule: str = "exp"
-    schedule_start: int = 20
+    schedule_start: int = 22  # CarRun's in the paper preset: the code's 20 + its 2-epoch lag
     schedule_length: int = 30
     attacked_fraction: float = 1.0
     # Starts per state of the training attacker; None: one for the SA modes (the original code's

@@ -64,6 +64,14 @@ def test_paper_presets_train_every_epoch_at_the_original_codes_budget(env_id, st
     assert first == start + 3  # CarRun: epoch 23 of 100
 
 
+def test_the_default_config_is_carruns_paper_preset():
+    # docs/deviations.md: ``paper`` is the faithful default of TrainConfig (CarRun, vanilla)
+    assert TrainConfig() == preset("SafetyCarRun-v0", "paper")
+    assert TrainConfig(robust=RobustConfig(mode="adv-mc")) == preset(
+        "SafetyCarRun-v0", "paper", mode="adv-mc"
+    )
+
+
 def test_shared_std_gaussian_kl_hand_value():
     # means differ by (1, 2), std 0.5 -> (1 + 4) / (2 * 0.25) = 10
     kl = gaussian_kl(
