@@ -383,6 +383,15 @@ def test_grid_option_errors_are_one_line_in_the_users_words(tmp_path, capsys, ex
     assert not out.exists()
 
 
+def test_only_a_negative_value_after_an_option_is_joined_to_it():
+    from robustsafe.cli import join_negative_values
+
+    argv = ["grid", "--seeds", "-1,0", "--eps", "-.5", "--out", "-x", "--", "-2", "--a=1", "-3"]
+    assert join_negative_values(argv) == [
+        "grid", "--seeds=-1,0", "--eps=-.5", "--out", "-x", "--", "-2", "--a=1", "-3"
+    ]  # fmt: skip
+
+
 def test_a_negative_comma_list_reaches_the_options_own_check(capsys):
     zoo = Path(robustsafe.__file__).resolve().parents[1] / "zoo" / "SafetyCarRun-v0" / "vanilla"
     assert main(["evaluate", "--run", str(zoo), "--eps", "-0.05,0.1"]) == 2

@@ -64,7 +64,8 @@ def join_negative_values(argv: list[str]) -> list[str]:
     out: list[str] = []
     for tok in argv:
         prev = out[-1] if out else ""
-        if _NEGATIVE_VALUE.match(tok) and prev.startswith("--") and "=" not in prev:
+        is_option = prev.startswith("--") and prev != "--" and "=" not in prev
+        if is_option and _NEGATIVE_VALUE.match(tok):
             out[-1] = f"{prev}={tok}"
         else:
             out.append(tok)
