@@ -68,7 +68,8 @@ def build_networks(
     norm = ObsNormalizer(obs_dim) if cfg.obs_normalization else None
     h = cfg.ppo.hidden
     actor: GaussianActor | SquashedGaussianActor
-    if cfg.algo in OFF_POLICY_ALGOS:  # tanh-squashed Gaussian, state-dependent std
+    off_policy = cfg.algo in OFF_POLICY_ALGOS
+    if off_policy:  # tanh-squashed Gaussian, state-dependent std
         actor = SquashedGaussianActor(obs_dim, act_dim, h, act_low, act_high, norm)
     else:
         actor = GaussianActor(
@@ -85,7 +86,8 @@ def build_networks(
         actor,
         ValueCritic(obs_dim, h, norm),
         ValueCritic(obs_dim, h, norm),
-        QCritics(obs_dim, act_dim, h, norm),
+        # an off-policy learner's own critics learn raw costs, the attackers' costs / scale
+        QCritics(obs_dim, act_dim, h, norm, 1.0 if off_policy else cfg.critics.cost_scale),
         norm,
     )
 

@@ -2,8 +2,9 @@
 
 Trained in every training run (vanilla included) from a replay buffer, with polyak-averaged
 target networks, so that every agent is attacked with its own critics. Costs are divided by
-``cost_scale`` in the targets (5 in the original code); the attackers only use the critics'
-gradients and ranks, which the scale does not change.
+``cost_scale`` in the targets (5 in the original code); MC, MR and AMAD only use the critics'
+gradients and ranks, which the scale does not change; the MC / MR mixture sums Q_c and Q_r, so
+it reads Q_c in these critics' units whatever critics it is given (``QCritics.cost_scale``).
 """
 
 from __future__ import annotations
@@ -41,8 +42,13 @@ class CriticConfig:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
 
 
+ATTACKER_COST_SCALE = CriticConfig.cost_scale  # the attackers' critics' units: costs / 5
+
+
 class QCritics(nn.Module):
-    """Q_r (two heads, minimum taken) and Q_c, the networks an attacker needs."""
+    """Q_r (two heads, minimum taken) and Q_c, the networks an attacker needs. ``cost_scale``:
+    Q_c estimates the discounted cost divided by it (the attackers' critics: ``CriticConfig``'s
+    5; an off-policy learner's own critics: 1, raw costs)."""
 
     def __init__(
         self,
@@ -50,8 +56,10 @@ class QCritics(nn.Module):
         act_dim: int,
         hidden: tuple[int, ...],
         obs_normalizer: ObsNormalizer | None = None,
+        cost_scale: float = ATTACKER_COST_SCALE,
     ) -> None:
         super().__init__()
+        self.cost_scale = cost_scale
         self.q_reward = QCritic(obs_dim, act_dim, hidden, 2, obs_normalizer)
         self.q_cost = QCritic(obs_dim, act_dim, hidden, 1, obs_normalizer)
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from robustsafe.agent import Agent
-from robustsafe.critics import CriticConfig, CriticTrainer, QCritics
+from robustsafe.critics import ATTACKER_COST_SCALE, CriticConfig, CriticTrainer, QCritics
 from robustsafe.envs import VectorEnv
 from robustsafe.evaluate import check_compatible
 from robustsafe.policy import DEFAULT_EXPLORATION_STD, policy_dtype
@@ -79,7 +79,7 @@ def _fit(
     updates = max(1, int(updates_per_1000_steps * rollout_len * vec.num_envs / 1000))
     cfg = replace(cfg, updates_per_epoch=updates)
     torch.manual_seed(seed)
-    critics = QCritics(obs_dim, act_dim, hidden, normalizer)
+    critics = QCritics(obs_dim, act_dim, hidden, normalizer, cfg.cost_scale)
     trainer = CriticTrainer(critics, obs_dim, act_dim, cfg)
     generator = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -201,6 +201,7 @@ def save_critics(path, critics: QCritics, obs_dim: int, act_dim: int) -> None:
             "obs_dim": obs_dim,
             "act_dim": act_dim,
             "hidden": hidden[:-1],
+            "cost_scale": float(critics.cost_scale),
             "critics": critics.state_dict(),
         },
         Path(path),
@@ -220,7 +221,9 @@ def load_critics(path) -> QCritics:
     if not isinstance(data, dict) or data.get("format") != CRITICS_FORMAT:
         raise ValueError(f"{path} is not a RobustSafe critics file (made by fit-critics --out)")
     try:
-        critics = QCritics(int(data["obs_dim"]), int(data["act_dim"]), tuple(data["hidden"]))
+        shape = (int(data["obs_dim"]), int(data["act_dim"]), tuple(data["hidden"]))
+        # files from before cost_scale was saved were fitted with the default, 5
+        critics = QCritics(*shape, cost_scale=float(data.get("cost_scale", ATTACKER_COST_SCALE)))
         critics.load_state_dict(data["critics"])
     except (KeyError, TypeError, ValueError, RuntimeError) as err:  # edited or damaged
         reason = f"no {err}" if isinstance(err, KeyError) else " ".join(str(err).split())[:240]

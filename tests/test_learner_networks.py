@@ -109,3 +109,18 @@ def test_value_critics_regress_the_returns_on_the_true_states_by_hand():
     for critic, (w, b) in ((v_r, (0.7, 0.4)), (v_c, (0.4, 0.2))):
         linear = critic.net[0]
         assert (float(linear.weight), float(linear.bias)) == pytest.approx((w, b), abs=1e-6)
+
+
+def test_an_agents_critics_know_the_units_of_their_cost_values():
+    """The attackers' critics (PPOL, FOCOPS) learn costs / ``critics.cost_scale``; SAC-Lag's and
+    CVPO's own critics raw costs: the MC / MR mixture reads each in the same units."""
+    from robustsafe.agent import build_networks
+    from robustsafe.config import CriticConfig, TrainConfig
+
+    scales = {
+        algo: build_networks(TrainConfig(algo=algo), 3, 2)[3].cost_scale
+        for algo in ("ppol", "focops", "sac-lag", "cvpo")
+    }
+    assert scales == {"ppol": 5.0, "focops": 5.0, "sac-lag": 1.0, "cvpo": 1.0}
+    cfg = TrainConfig(critics=CriticConfig(cost_scale=2.0))
+    assert build_networks(cfg, 3, 2)[3].cost_scale == 2.0

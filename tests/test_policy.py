@@ -370,6 +370,13 @@ def test_damaged_policy_and_critics_files_and_sweep_files(tmp_path, toy_env_id, 
     fit = ["fit-critics", "--policy", f"{src}:policy", "--env", toy_env_id, "--env-workers", "0"]
     assert main([*fit, "--steps", "40", "--num-envs", "1", "--out", str(critics)]) == 0
     saved = torch.load(critics, weights_only=True)
+    # its Q_c's units travel with it (costs / 5); a file saved before they did was fitted so
+    assert saved["cost_scale"] == 5.0 == load_critics(critics).cost_scale
+    older = {k: v for k, v in saved.items() if k != "cost_scale"}
+    torch.save({**older, "critics": saved["critics"]}, tmp_path / "older.pt")
+    assert load_critics(tmp_path / "older.pt").cost_scale == 5.0
+    torch.save({**saved, "cost_scale": 2.0}, tmp_path / "scaled.pt")
+    assert load_critics(tmp_path / "scaled.pt").cost_scale == 2.0
     for edit in ({"hidden": [16, 16]}, {"obs_dim": 9}, {"act_dim": None}):
         torch.save({**saved, **edit}, tmp_path / "edited.pt")
         with pytest.raises(ValueError, match="damaged or inconsistent"):

@@ -18,7 +18,7 @@ from robustsafe.attacks.ascent import gradient_ascent
 from robustsafe.attacks.base import Attacker
 from robustsafe.attacks.config import CRITIC_ATTACK_DEFAULTS, AttackConfig
 from robustsafe.attacks.rng import RNG
-from robustsafe.critics import QCritics
+from robustsafe.critics import ATTACKER_COST_SCALE, QCritics
 from robustsafe.policy import Policy
 
 
@@ -33,12 +33,16 @@ def critic_objective(
     """``w_c Q_c(s, mu(s~)) + w_r Q_r(s, mu(s~))`` per state, shape ``(batch,)``.
 
     A critic whose weight is zero is not evaluated, so ``mix:1`` computes exactly what ``mc``
-    computes (and ``mix:0`` what ``mr`` computes).
+    computes (and ``mix:0`` what ``mr`` computes). In a sum of both, Q_c is read in the
+    attackers' critics' units (costs / 5, the original code's): an off-policy learner's own
+    critics (raw costs) are scaled to them, so W weighs the same on every agent.
     """
     action = actor.deterministic_action(perturbed_obs)
     value: Tensor | None = None
     if cost_weight != 0.0:
         value = cost_weight * critics.q_cost(clean_obs, action)
+        if reward_weight != 0.0 and critics.cost_scale != ATTACKER_COST_SCALE:
+            value = value * (critics.cost_scale / ATTACKER_COST_SCALE)
     if reward_weight != 0.0:
         term = reward_weight * critics.q_reward(clean_obs, action)
         value = term if value is None else value + term

@@ -144,6 +144,30 @@ def test_mix_weights_pick_the_stronger_term():
     assert torch.allclose(b, obs - 0.05 * row.sign(), atol=1e-6)
 
 
+def test_the_mixture_reads_q_c_in_the_attackers_units_whatever_the_critics():
+    """An off-policy learner's own critics learn raw costs (``cost_scale`` 1), the attackers'
+    costs / 5: in W Q_c + (1 - W) Q_r their Q_c counts a fifth, so the same critic values mean
+    the same W on every agent. Alone (MC) the scale changes nothing."""
+    from robustsafe.attacks.critic_attacks import critic_objective
+
+    actor, _, obs, row = _corner_case()
+    critics = linear_critics(5, cost_act=torch.ones(2), reward_act=-2 * torch.ones(2))
+    raw = linear_critics(5, cost_act=torch.ones(2), reward_act=-2 * torch.ones(2))
+    raw.cost_scale = 1.0
+    assert critics.cost_scale == 5.0
+    act = actor.deterministic_action(obs)
+    q_c, q_r = critics.q_cost(obs, act), critics.q_reward(obs, act)
+    mixed = critic_objective(actor, raw, obs, obs, 0.5, 0.5)
+    assert torch.allclose(mixed, 0.5 * q_c / 5 + 0.5 * q_r)
+    assert torch.allclose(critic_objective(actor, critics, obs, obs, 0.5, 0.5), 0.5 * (q_c + q_r))
+    assert torch.equal(critic_objective(actor, raw, obs, obs, 1.0, 0.0), q_c)
+    # 0.8 * 1 - 0.2 * 2 > 0 follows Q_c; 0.8 * 1 / 5 - 0.2 * 2 < 0 follows Q_r
+    a = make_attacker("mix:0.8")(actor, critics, obs, 0.05, torch.Generator())
+    b = make_attacker("mix:0.8")(actor, raw, obs, 0.05, torch.Generator())
+    assert torch.allclose(a, obs + 0.05 * row.sign(), atol=1e-6)
+    assert torch.allclose(b, obs - 0.05 * row.sign(), atol=1e-6)
+
+
 # ---------------------------------------------------------------------------------------------
 # Best iterate, minimum reward, MAD strength
 
