@@ -41,7 +41,7 @@ def critic_objective(
     value: Tensor | None = None
     if cost_weight != 0.0:
         value = cost_weight * critics.q_cost(clean_obs, action)
-        if reward_weight != 0.0 and critics.cost_scale != ATTACKER_COST_SCALE:
+        if reward_weight != 0.0:  # a sum: Q_c in the attackers' units (x 1.0 is exact)
             value = value * (critics.cost_scale / ATTACKER_COST_SCALE)
     if reward_weight != 0.0:
         term = reward_weight * critics.q_reward(clean_obs, action)
