@@ -362,6 +362,13 @@ class RobustConfig:
     attack_restarts: int | None = None
     sa_beta: float = 1.0
     sa_regularizer: str = "mse"
+    # Off-policy learners (SAC-Lag, CVPO) in random / adv modes: at every gradient step the
+    # first attacked_fraction of the replay batch is attacked afresh (one start, the epoch's
+    # budget) and the actor's loss sees those observations, scored by the critics at the true
+    # states. False: the actor's loss sees only true states, and only the rollouts are attacked
+    # (this measured not robust: benchmarks/results/sac_adv). On-policy learners ignore it:
+    # their loss sees the observations they acted on.
+    actor_update_attack: bool = True
 
     def __post_init__(self) -> None:
         check_mode(self.mode)

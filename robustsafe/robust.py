@@ -1,7 +1,8 @@
 """Robust training (paper section 4, Algorithm 1): what a training mode adds to the loop.
 
 ``vanilla`` adds nothing; ``random`` and ``adv-*`` perturb the observations the policy acts on
-during rollouts (at the scheduled budget); ``sa-*`` keep rollouts clean and add a smoothness
+during rollouts (at the scheduled budget), and for an off-policy learner also what its actor's
+loss sees of each replay batch; ``sa-*`` keep rollouts clean and add a smoothness
 term to the actor loss. Both work through the learner interface, so every on-policy learner
 (PPO-Lagrangian, FOCOPS) trains in every mode.
 """
@@ -43,6 +44,9 @@ class RobustHooks:
         starts = self.cfg.training_restarts
         restarts = {} if starts is None else {"restarts": starts}
         self.attacker = None if name is None else make_attacker(name, **restarts)
+        # an off-policy actor's update attacks every batch: one start unless attack_restarts
+        one = {"restarts": 1 if starts is None else starts}
+        self.update_attacker = None if name is None else make_attacker(name, **one)
         self.sa = self.cfg.mode.startswith("sa-")
 
     def epsilon(self, epoch: int) -> float:
@@ -56,12 +60,23 @@ class RobustHooks:
     def rollout_perturbation(self, epoch: int, num_envs: int) -> Perturbation | None:
         """nu for this epoch's rollout: the attacker at the scheduled budget, applied to the
         first ``attacked_fraction`` of the envs (all by default)."""
-        eps = self.epsilon(epoch)
-        if self.attacker is None or self.sa or eps == 0.0:
+        return self._perturbation(self.attacker, epoch, num_envs)
+
+    def update_perturbation(self, epoch: int, batch_size: int) -> Perturbation | None:
+        """What an off-policy actor's loss sees of a replay batch this epoch
+        (``RobustConfig.actor_update_attack``): the first ``attacked_fraction`` of its rows
+        attacked at the scheduled budget with one start; None: the true states."""
+        if not self.cfg.actor_update_attack:
             return None
-        attacker, actor, critics, gen = self.attacker, self.actor, self.critics, self.generator
-        attacked = max(1, round(self.cfg.attacked_fraction * num_envs))
-        if attacked == num_envs:
+        return self._perturbation(self.update_attacker, epoch, batch_size)
+
+    def _perturbation(self, attacker, epoch: int, rows: int) -> Perturbation | None:
+        eps = self.epsilon(epoch)
+        if attacker is None or self.sa or eps == 0.0:
+            return None
+        actor, critics, gen = self.actor, self.critics, self.generator
+        attacked = max(1, round(self.cfg.attacked_fraction * rows))
+        if attacked == rows:
             return lambda obs: attacker(actor, critics, obs, eps, gen)
 
         def mixed(obs: torch.Tensor) -> torch.Tensor:

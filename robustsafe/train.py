@@ -257,6 +257,7 @@ def _train(
                     learner,
                     collector,
                     perturb,
+                    hooks.update_perturbation(epoch, learner.cfg.batch_size),  # type: ignore[union-attr]
                     generator,
                     np_rng,  # type: ignore[arg-type]
                 )
@@ -358,14 +359,16 @@ def _off_policy_epoch(
     learner: OffPolicyLearner,
     collector: Collector,
     perturb: Perturbation | None,
+    actor_obs: Perturbation | None,
     generator: torch.Generator,
     np_rng: np.random.Generator,
 ) -> tuple[CollectResult, dict[str, float], float]:
     """One off-policy epoch (``learners.base``): ``rollout_length`` steps per env, collected
     ``steps_per_collect`` at a time with the current stochastic policy acting on nu(s); after
     each chunk its transitions (true observations) go into the replay, then ``updates_per_step``
-    gradient steps per transition. Returns the epoch's experience (the chunks joined), the
-    mean of the gradient steps' metrics and the update seconds."""
+    gradient steps per transition, the actor's loss seeing ``actor_obs`` of each batch. Returns
+    the epoch's experience (the chunks joined), the mean of the gradient steps' metrics and the
+    update seconds."""
     sc = learner.cfg  # type: ignore[attr-defined]
     parts: list[CollectResult] = []
     sums: dict[str, float] = {}
@@ -386,7 +389,8 @@ def _off_policy_epoch(
             owed += sc.updates_per_step * part.rollout.size
             while owed >= 1.0:
                 owed -= 1.0
-                m = learner.update(learner.replay.sample(sc.batch_size, np_rng), generator)
+                batch = learner.replay.sample(sc.batch_size, np_rng)
+                m = learner.update(batch, generator, actor_obs)
                 for k, v in m.items():
                     sums[k] = sums.get(k, 0.0) + v
                 steps += 1

@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 from tiny_config import (
+    ROBUST_CLI,
     TINY_CLI,
     TOY,
     WalkToy,
@@ -124,6 +125,39 @@ def test_sac_lag_resume_is_bit_identical(tmp_path, mode, monkeypatch):
         obs, next_obs = a["replay"]["obs"], a["replay"]["next_obs"]
         going_on = [i for i in range(len(obs) - 2) if (i // 2 + 1) % 20]
         assert (obs[[i + 2 for i in going_on]] == next_obs[going_on]).all()
+
+
+@pytest.mark.parametrize("update_attack", [True, False])
+def test_adversarial_training_attacks_the_actors_batches_unless_asked_not_to(
+    tmp_path, monkeypatch, update_attack
+):
+    """Every gradient step of an adv run gets the batch's attacked view (the first half of its
+    rows moved inside the ball), or none with ``robust.actor_update_attack=false``."""
+    from robustsafe.learners.sac_lag import SACLagrangian
+
+    gaps: list[float | None] = []
+    update = SACLagrangian.update
+
+    def spy(self, batch, generator, actor_obs=None):
+        if actor_obs is None:
+            gaps.append(None)
+        else:
+            obs = torch.as_tensor(batch["obs"])
+            seen = actor_obs(obs)
+            assert torch.equal(seen[8:], obs[8:])  # sac.batch_size=16: the clean half
+            gaps.append(float((seen - obs).abs().max()))
+        return update(self, batch, generator, actor_obs)
+
+    monkeypatch.setattr(SACLagrangian, "update", spy)
+    flag = f"robust.actor_update_attack={str(update_attack).lower()}"
+    extra = ["--set", "robust.attacked_fraction=0.5", "--set", flag]
+    assert sac_train(tmp_path, "--epochs", "2", "--mode", "adv-mr", *ROBUST_CLI, *extra) == 0
+    assert len(gaps) == 35  # TINY: 5 per chunk of 20 steps, from the second chunk on
+    if update_attack:
+        eps = 0.05  # the fast preset's Car budget, at full strength from the start (ROBUST_CLI)
+        assert all(g is not None and 0 < g <= eps + 1e-6 for g in gaps)
+    else:
+        assert gaps == [None] * 35
 
 
 def test_the_agent_file_holds_the_actor_average_and_resume_keeps_it(tmp_path):

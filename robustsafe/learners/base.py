@@ -29,11 +29,14 @@ env steps (so the run directory, checkpoints, metrics rows, progress bar and res
 here), collected by the same ``Collector`` in chunks of ``steps_per_collect`` steps per env;
 after each chunk the learner stores the chunk's transitions (``add``: true observations) and the
 loop takes ``updates_per_step`` gradient steps per stored transition, each
-``update(replay.sample(batch_size, np_rng), generator)``. The replay buffer, target networks and
-multiplier are in the learner's ``state_dict``, hence in the resumable state. An off-policy
-learner's ``critics`` (Q_r, Q_c) are the attackers' critics too: the loop trains no others. One
-may offer ``saved_actor``, the policy the agent file holds when it is not ``actor`` (SAC-Lag's
-weight average).
+``update(replay.sample(batch_size, np_rng), generator, actor_obs)``, ``actor_obs`` None or, in
+random / adversarial training, the function giving what the actor's loss sees of the batch's
+true states (the mode's perturbation of its first ``attacked_fraction`` rows, drawn afresh at
+each call; the critics still learn and score on the true states). The replay buffer, target
+networks and multiplier are in the learner's ``state_dict``, hence in the resumable state. An
+off-policy learner's ``critics`` (Q_r, Q_c) are the attackers' critics too: the loop trains no
+others. One may offer ``saved_actor``, the policy the agent file holds when it is not
+``actor`` (SAC-Lag's weight average).
 What the two loops share (the run directory and its files, the robust hooks) lives outside both.
 What the learners of one kind share lives here: ``OnPolicyNetworks`` (actor, V_r / V_c, their
 optimisers, the actor step and the critics' regression) and ``OffPolicyNetworks`` (actor, Q
@@ -56,6 +59,8 @@ from robustsafe.nets import GaussianActor, SquashedGaussianActor, ValueCritic
 
 # An optional extra actor loss on a minibatch of flat indices (SA's regulariser).
 ExtraActorLoss = Callable[[GaussianActor, torch.Tensor], torch.Tensor]
+# What an off-policy actor's loss sees of a batch's true observations (adversarial training).
+ActorObs = Callable[[torch.Tensor], torch.Tensor]
 _Net = TypeVar("_Net", bound=torch.nn.Module)
 
 
@@ -103,7 +108,10 @@ class OffPolicyLearner(Protocol):
     def add(self, ro: Rollout) -> None: ...
 
     def update(
-        self, batch: dict[str, np.ndarray], generator: torch.Generator
+        self,
+        batch: dict[str, np.ndarray],
+        generator: torch.Generator,
+        actor_obs: ActorObs | None = None,
     ) -> dict[str, float]: ...
 
     def end_epoch(self, mean_episode_cost: float | None) -> None:

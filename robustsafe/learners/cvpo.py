@@ -38,6 +38,11 @@ Critics (CVPO section 4.3): y_r = r + gamma (1 - d) min_i Q'_r,i(s', a'), y_c = 
 d) Q'_c(s', a'), a' ~ pi(.|s') of the current actor; polyak-averaged targets for both critics
 and for the actor (pi_old). As for SAC-Lag, the replay holds true observations (``n_step``-step
 transitions: ``sac_lag``) and the critics are ``critics.QCritics``, the attackers' critics too.
+
+Adversarial training (``update``'s ``actor_obs``): the M-step fits pi_theta(.|s~), s~ the
+attacker's observation of s for the batch's attacked rows, to the E-step's q(.|s) built at the
+true state, with the trust regions around pi_old(.|s): the policy learns to act on s~ as q acts
+on s.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ import torch
 
 from robustsafe.config import CVPOConfig
 from robustsafe.critics import QCritics, _polyak
-from robustsafe.learners.base import OffPolicyNetworks, frozen_copy
+from robustsafe.learners.base import ActorObs, OffPolicyNetworks, frozen_copy
 from robustsafe.learners.sac_lag import critic_step, qc_threshold
 from robustsafe.nets import SquashedGaussianActor, ValueCritic
 
@@ -266,13 +271,21 @@ class CVPO(OffPolicyNetworks):
     def end_epoch(self, mean_episode_cost: float | None) -> None:
         """Nothing: the E-step's dual carries the cost constraint, per gradient step."""
 
-    def update(self, batch: dict[str, np.ndarray], generator: torch.Generator) -> dict[str, float]:
-        """One step: critics, E-step, ``mstep_iters`` M-step iterations, then the targets."""
+    def update(
+        self,
+        batch: dict[str, np.ndarray],
+        generator: torch.Generator,
+        actor_obs: ActorObs | None = None,
+    ) -> dict[str, float]:
+        """One step: critics, E-step, ``mstep_iters`` M-step iterations, then the targets.
+        ``actor_obs`` (adversarial training): what the M-step's policy sees of the batch's
+        true states; the E-step's target q(.|s) and pi_old stay at the true states."""
         b = {k: torch.as_tensor(v) for k, v in batch.items()}
         m = {"loss_q": self._critic_step(b, generator)}
         w, u, mu_old, log_std_old, em = self._estep(b["obs"], generator)
         m.update(em)
-        m.update(self._mstep(b["obs"], w, u, mu_old, log_std_old))
+        seen = b["obs"] if actor_obs is None else actor_obs(b["obs"])
+        m.update(self._mstep(seen, w, u, mu_old, log_std_old))
         self.update_target(self.cfg.polyak)
         _polyak(self.target_actor, self.actor, self.cfg.polyak)
         return m

@@ -8,6 +8,9 @@ reparameterised, Q_r = min of the two reward heads, primes the polyak-averaged t
     y_c = c + gamma (1 - d) Q'_c(s', a')
     L_Q = sum_i mean (Q_r,i(s, a) - y_r)^2 + mean (Q_c(s, a) - y_c)^2
     L_pi = mean( alpha log pi(a~|s) - Q_r(s, a~) + lambda Q_c(s, a~) ) / (1 + lambda if rescale)
+
+(in adversarial training a~ ~ pi(.|s~) for the batch's attacked rows, s~ the attacker's
+observation of s, and the critics still score a~ at s: ``update``'s ``actor_obs``)
     lambda <- max(0, lambda + lambda_lr (mean Q_c(s, a~) - qc_threshold))
 
 With ``n_step`` = k > 1 the replay holds k-step transitions (``buffers.NStepWindow``): r and c
@@ -27,7 +30,9 @@ controller fed once per epoch with the mean cost of the episodes finished in it
 (``end_epoch``), as PPO-Lagrangian's. The cost
 critic's target has no entropy term: the entropy bonus belongs to the reward objective. The
 replay holds the TRUE observations (``Collector``'s ``true_obs``): under adversarial rollouts
-the policy acts on the perturbed observation, but every loss here is computed on true states.
+the policy acts on the perturbed observation, and the critics learn on true states; the actor's
+loss sees what ``actor_obs`` gives (the training mode's attack of the batch, drawn afresh at
+every gradient step; ``robust.actor_update_attack``), scored at the true states.
 
 The critics are ``critics.QCritics`` (Q_r with two heads, Q_c with one): the same networks the
 attackers use, so an SAC-Lag agent is attacked with its own critics and needs no separate
@@ -43,7 +48,7 @@ import torch
 
 from robustsafe.config import SACLagConfig
 from robustsafe.critics import QCritics, _polyak
-from robustsafe.learners.base import OffPolicyNetworks, frozen_copy
+from robustsafe.learners.base import ActorObs, OffPolicyNetworks, frozen_copy
 from robustsafe.nets import SquashedGaussianActor, ValueCritic
 from robustsafe.pid import PIDConfig, PIDLagrangian
 
@@ -201,8 +206,15 @@ class SACLagrangian(OffPolicyNetworks):
         if self.pid is not None and mean_episode_cost is not None:
             self.pid.update(mean_episode_cost)
 
-    def update(self, batch: dict[str, np.ndarray], generator: torch.Generator) -> dict[str, float]:
-        """One gradient step: critics, actor, multiplier, then the targets' polyak average."""
+    def update(
+        self,
+        batch: dict[str, np.ndarray],
+        generator: torch.Generator,
+        actor_obs: ActorObs | None = None,
+    ) -> dict[str, float]:
+        """One gradient step: critics, actor, multiplier, then the targets' polyak average.
+        ``actor_obs`` (adversarial training): what the actor sees of the batch's true states;
+        its actions are still scored by the critics at the true states."""
         cfg = self.cfg
         b = {k: torch.as_tensor(v) for k, v in batch.items()}
         loss_q = critic_step(
@@ -216,7 +228,8 @@ class SACLagrangian(OffPolicyNetworks):
             self.alpha,
         )
 
-        act, logp = self.actor.sample(b["obs"], generator)
+        seen = b["obs"] if actor_obs is None else actor_obs(b["obs"])
+        act, logp = self.actor.sample(seen, generator)
         # The critics' weights take no gradient from the actor's loss (the gradient still flows
         # through them to the action): their backward pass would be wasted work.
         self.critics.requires_grad_(False)

@@ -1,0 +1,99 @@
+"""Adversarial training of the off-policy learners (``robust.actor_update_attack``): the actor's
+loss sees the attacked observations of a replay batch, the critics learn on the true states,
+and the hooks attack exactly the batch's first ``attacked_fraction`` rows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from robustsafe.agent import build_networks
+from robustsafe.config import RobustConfig, TrainConfig
+from robustsafe.learners import make_learner
+from robustsafe.robust import RobustHooks
+
+OBS, ACT, BATCH = 5, 2, 32
+
+
+def _learner(algo: str):
+    torch.manual_seed(7)  # the same initial networks for every call
+    cfg = TrainConfig(algo=algo, ppo=replace(TrainConfig().ppo, hidden=(16, 16)))
+    actor, v_r, v_c, critics, _ = build_networks(cfg, OBS, ACT)
+    return make_learner(cfg, actor, v_r, v_c, critics, OBS, ACT, 100)
+
+
+def _batch() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(3)
+    return {
+        "obs": rng.normal(size=(BATCH, OBS)).astype(np.float32),
+        "act": rng.uniform(-1, 1, size=(BATCH, ACT)).astype(np.float32),
+        "reward": rng.normal(size=BATCH).astype(np.float32),
+        "cost": (rng.uniform(size=BATCH) < 0.3).astype(np.float32),
+        "next_obs": rng.normal(size=(BATCH, OBS)).astype(np.float32),
+        "done": np.zeros(BATCH, dtype=np.float32),
+    }
+
+
+def _step(algo: str, actor_obs):
+    learner = _learner(algo)
+    learner.update(_batch(), torch.Generator().manual_seed(0), actor_obs)
+    return learner
+
+
+def _params(net: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in net.parameters()]
+
+
+@pytest.mark.parametrize("algo", ["sac-lag", "cvpo"])
+def test_the_actor_loss_sees_actor_obs_and_the_critics_the_true_states(algo):
+    clean = _step(algo, None)
+    same = _step(algo, lambda obs: obs.clone())
+    shifted = _step(algo, lambda obs: obs + 0.5)
+    # an identity view of the batch is the clean update, bit for bit
+    for a, b in zip(_params(clean.actor), _params(same.actor), strict=True):
+        assert torch.equal(a, b)
+    # a shifted view moves the actor elsewhere ...
+    assert not all(
+        torch.equal(a, b) for a, b in zip(_params(clean.actor), _params(shifted.actor), strict=True)
+    )
+    # ... and leaves the critics' step (taken on the true states) as it was
+    for a, b in zip(_params(clean.critics), _params(shifted.critics), strict=True):
+        assert torch.equal(a, b)
+
+
+def _hooks(**robust) -> tuple[RobustHooks, torch.Tensor]:
+    cfg = TrainConfig(
+        algo="sac-lag",
+        robust=RobustConfig(schedule="constant", schedule_start=0, **robust),
+    )
+    torch.manual_seed(1)
+    actor, _, _, critics, _ = build_networks(cfg, OBS, ACT)
+    hooks = RobustHooks(cfg, actor, critics, torch.Generator().manual_seed(2))
+    obs = torch.randn(8, OBS, generator=torch.Generator().manual_seed(4))
+    return hooks, obs
+
+
+@pytest.mark.parametrize("mode", ["adv-mc", "adv-mr", "random"])
+def test_the_update_attack_perturbs_the_first_fraction_of_the_batch_within_the_ball(mode):
+    hooks, obs = _hooks(mode=mode, epsilon=0.05, attacked_fraction=0.5)
+    view = hooks.update_perturbation(epoch=3, batch_size=8)
+    assert view is not None
+    seen = view(obs)
+    gap = (seen - obs).abs()
+    assert torch.equal(seen[4:], obs[4:])  # the clean half
+    assert gap[:4].max() > 0.01  # the attacked half moved ...
+    assert gap.max() <= 0.05 + 1e-6  # ... inside the l_inf ball
+    if mode != "random":  # one start per state: the update attacks every batch
+        assert hooks.update_attacker.config.restarts == 1
+
+
+def test_the_update_attack_is_off_when_asked_in_vanilla_and_at_zero_budget():
+    assert _hooks(mode="adv-mc", actor_update_attack=False)[0].update_perturbation(3, 8) is None
+    assert _hooks(mode="vanilla")[0].update_perturbation(3, 8) is None
+    late, _ = _hooks(mode="adv-mc")
+    late.cfg = replace(late.cfg, schedule="exp", schedule_start=10)
+    assert late.update_perturbation(3, 8) is None  # the budget is still 0 at epoch 3
+    assert late.update_perturbation(60, 8) is not None
