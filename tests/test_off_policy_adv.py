@@ -4,6 +4,7 @@ and the hooks attack exactly the batch's first ``attacked_fraction`` rows."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import numpy as np
@@ -62,6 +63,35 @@ def test_the_actor_loss_sees_actor_obs_and_the_critics_the_true_states(algo):
     # ... and leaves the critics' step (taken on the true states) as it was
     for a, b in zip(_params(clean.critics), _params(shifted.critics), strict=True):
         assert torch.equal(a, b)
+
+
+def test_cvpo_samples_and_fits_the_policy_on_the_view_and_scores_at_the_true_state():
+    torch.manual_seed(7)
+    cfg = TrainConfig(algo="cvpo", ppo=replace(TrainConfig().ppo, hidden=(16, 16)))
+    cfg = replace(cfg, cvpo=replace(cfg.cvpo, mstep_iters=1))
+    actor, v_r, v_c, critics, _ = build_networks(cfg, OBS, ACT)
+    learner = make_learner(cfg, actor, v_r, v_c, critics, OBS, ACT, 100)
+    batch, view = _batch(), (lambda obs: obs + 0.5)
+    # the E-step's expected Q_r by hand: the critics' step first draws from the same generator
+    twin = make_learner(cfg, *_copies(actor, v_r, v_c, critics), OBS, ACT, 100)
+    gen = torch.Generator().manual_seed(0)
+    b = {k: torch.as_tensor(v) for k, v in batch.items()}
+    twin._critic_step(b, gen)
+    with torch.no_grad():
+        mu, log_std = twin.target_actor.gaussian(view(b["obs"]))  # pi_old on the view
+        u = mu + log_std.exp() * torch.randn((32, BATCH, ACT), generator=gen, dtype=mu.dtype)
+        acts = twin.target_actor._squash(u).reshape(32 * BATCH, ACT)
+        at_true = b["obs"].expand(32, BATCH, OBS).reshape(32 * BATCH, OBS)
+        q_r = twin.target.q_reward(at_true, acts).double().mean()  # scored at the true states
+    m = learner.update(batch, torch.Generator().manual_seed(0), view)
+    assert m["q_reward"] == pytest.approx(float(q_r), rel=1e-6, abs=1e-9)
+    # the trust region is around pi_old(.|s~): before the first M-step iteration pi_theta is
+    # pi_old, so its KL is 0 (around pi_old(.|s) it would be the gap the view opens)
+    assert m["kl_mean"] == 0.0 and m["kl_std"] == 0.0
+
+
+def _copies(*nets):
+    return [copy.deepcopy(n) for n in nets]
 
 
 def _hooks(**robust) -> tuple[RobustHooks, torch.Tensor]:

@@ -39,10 +39,16 @@ d) Q'_c(s', a'), a' ~ pi(.|s') of the current actor; polyak-averaged targets for
 and for the actor (pi_old). As for SAC-Lag, the replay holds true observations (``n_step``-step
 transitions: ``sac_lag``) and the critics are ``critics.QCritics``, the attackers' critics too.
 
-Adversarial training (``update``'s ``actor_obs``): the M-step fits pi_theta(.|s~), s~ the
-attacker's observation of s for the batch's attacked rows, to the E-step's q(.|s) built at the
-true state, with the trust regions around pi_old(.|s): the policy learns to act on s~ as q acts
-on s.
+Adversarial training (``update``'s ``actor_obs``; s~ the attacker's observation of s for the
+batch's attacked rows, s~ = s for the others): the policy improvement step of the agent as the
+attacker lets it see the world. The E-step samples a_k ~ pi_old(.|s~), the actions the policy
+takes on what it observes, and scores them with the critics at the true state, Q(s, a_k); the
+M-step fits pi_theta(.|s~) to that q within trust regions around pi_old(.|s~). Everything
+stays CVPO on the pair (s~, s): q reweights pi_old's own samples, so the M-step's steps are as
+small as in clean training. (Fitting pi(.|s~) to a q(.|s) sampled at the true state, our first
+try, asked the policy to jump the whole gap the attack opens within one step: with CVPO's
+narrow policies the attacked rows' likelihood gradients, (u - mu) / sigma^2, dwarfed the clean
+rows' and the training collapsed; benchmarks/results/offpolicy_adv.)
 """
 
 from __future__ import annotations
@@ -278,13 +284,13 @@ class CVPO(OffPolicyNetworks):
         actor_obs: ActorObs | None = None,
     ) -> dict[str, float]:
         """One step: critics, E-step, ``mstep_iters`` M-step iterations, then the targets.
-        ``actor_obs`` (adversarial training): what the M-step's policy sees of the batch's
-        true states; the E-step's target q(.|s) and pi_old stay at the true states."""
+        ``actor_obs`` (adversarial training): what the policy sees of the batch's true states;
+        pi_old and pi_theta act on it, the critics score at the true states."""
         b = {k: torch.as_tensor(v) for k, v in batch.items()}
         m = {"loss_q": self._critic_step(b, generator)}
-        w, u, mu_old, log_std_old, em = self._estep(b["obs"], generator)
-        m.update(em)
         seen = b["obs"] if actor_obs is None else actor_obs(b["obs"])
+        w, u, mu_old, log_std_old, em = self._estep(b["obs"], seen, generator)
+        m.update(em)
         m.update(self._mstep(seen, w, u, mu_old, log_std_old))
         self.update_target(self.cfg.polyak)
         _polyak(self.target_actor, self.actor, self.cfg.polyak)
@@ -304,10 +310,11 @@ class CVPO(OffPolicyNetworks):
         )
 
     @torch.no_grad()
-    def _estep(self, obs: torch.Tensor, generator: torch.Generator):
-        """K actions per state from pi_old, their target Q values, the dual and q's weights."""
+    def _estep(self, obs: torch.Tensor, seen: torch.Tensor, generator: torch.Generator):
+        """K actions per state from pi_old(.|seen), their target Q values at the true ``obs``,
+        the dual and q's weights."""
         K, (B, obs_dim) = self.cfg.sample_actions, obs.shape
-        mu_old, log_std_old = self.target_actor.gaussian(obs)
+        mu_old, log_std_old = self.target_actor.gaussian(seen)
         noise = torch.randn((K, *mu_old.shape), generator=generator, dtype=mu_old.dtype)
         u = mu_old + log_std_old.exp() * noise  # (K, B, d) pre-tanh
         flat_obs = obs.expand(K, B, obs_dim).reshape(K * B, obs_dim)
