@@ -3,7 +3,8 @@
 Written by ``python benchmarks/compute_rates.py`` from the committed runs' metrics.csv
 (benchmarks/results/table1,
 benchmarks/results/table1alg,
-benchmarks/results/table1da;
+benchmarks/results/table1da,
+benchmarks/results/offpolicy_adv;
 preset fast, 2 cores, the runs on AMD EPYC only) and
 benchmarks/results/compute/calibration.json; do not edit.
 """
@@ -37,6 +38,8 @@ MEASURED = {
     "SafetyCarCircle-v0/sa-mad": (1683.85, 970.79, 95.73, 18.41, 556.63, 3, 20, 2),
     "SafetyCarCircle-v0/sa-mc": (1519.4, 878.73, 117.22, 18.56, 468.65, 3, 20, 2),
     "SafetyCarCircle-v0/sa-mr": (2186.37, 1174.62, 264.72, 18.56, 678.45, 3, 20, 2),
+    "SafetyCarCircle-v0/sac-lag-adv-mc": (17706.14, 2301.0, 4248.68, 398.1, 10375.73, 1, 2, 2),
+    "SafetyCarCircle-v0/sac-lag-adv-mr": (19474.76, 2313.82, 4560.73, 396.97, 11710.83, 1, 2, 2),
     "SafetyCarCircle-v0/sac-lag-vanilla": (5066.3, 1193.22, 0.0, 194.33, 3502.76, 3, 2, 2),
     "SafetyCarCircle-v0/sac-lag0.0001-vanilla": (5486.24, 1332.65, 0.0, 263.78, 3707.99, 3, 2, 2),
     "SafetyCarCircle-v0/sac-lag0.01-vanilla": (4858.0, 1177.78, 0.0, 206.61, 3308.6, 3, 2, 2),
@@ -44,6 +47,7 @@ MEASURED = {
     "SafetyCarCircle-v0/vanilla": (949.76, 654.16, 0.0, 15.96, 250.57, 3, 20, 2),
     "SafetyCarRun-v0/adv-mc": (820.63, 514.46, 180.07, 6.75, 88.57, 3, 20, 2),
     "SafetyCarRun-v0/adv-mr": (821.53, 495.46, 207.26, 6.29, 83.0, 3, 20, 2),
+    "SafetyCarRun-v0/cvpo-adv-mc": (13053.58, 1209.09, 907.39, 46.31, 10811.28, 1, 20, 2),
     "SafetyCarRun-v0/cvpo-vanilla": (9202.95, 1363.8, 0.0, 41.08, 7744.01, 3, 20, 2),
     "SafetyCarRun-v0/focops-adv-mc": (2822.62, 1225.9, 1265.39, 17.97, 271.95, 3, 20, 2),
     "SafetyCarRun-v0/focops-adv-mr": (2647.17, 1120.78, 1242.58, 15.83, 226.99, 3, 20, 2),
@@ -52,6 +56,8 @@ MEASURED = {
     "SafetyCarRun-v0/sa-mad": (612.71, 464.55, 13.0, 13.04, 91.9, 3, 20, 2),
     "SafetyCarRun-v0/sa-mc": (647.71, 476.46, 22.16, 13.54, 104.81, 3, 20, 2),
     "SafetyCarRun-v0/sa-mr": (649.94, 466.02, 36.45, 10.67, 107.5, 3, 20, 2),
+    "SafetyCarRun-v0/sac-lag-adv-mc": (15863.09, 2262.63, 5740.86, 373.27, 7220.1, 2, 2, 2),
+    "SafetyCarRun-v0/sac-lag-adv-mr": (17373.78, 2206.19, 6631.19, 364.12, 7915.06, 2, 2, 2),
     "SafetyCarRun-v0/sac-lag-vanilla": (2861.04, 963.38, 0.0, 179.63, 1587.94, 3, 2, 2),
     "SafetyCarRun-v0/sac-lag0.0001-vanilla": (3160.12, 1097.75, 0.0, 204.26, 1707.05, 3, 2, 2),
     "SafetyCarRun-v0/sac-lag0.01-vanilla": (3111.71, 1085.22, 0.0, 198.06, 1684.22, 3, 2, 2),
