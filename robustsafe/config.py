@@ -369,6 +369,12 @@ class RobustConfig:
     # (this measured not robust: benchmarks/results/sac_adv). On-policy learners ignore it:
     # their loss sees the observations they acted on.
     actor_update_attack: bool = True
+    # Off-policy learners in random / adv modes: the critics' bootstrap action a' ~ pi(.|s'~)
+    # acts on the attacked next observation of the batch's first attacked_fraction rows (one
+    # more one-start attack per gradient step), so that Q_r and Q_c value the attacked policy,
+    # as an on-policy critic learnt from attacked rollouts does. False: a' ~ pi(.|s'), the
+    # critics value the clean policy after one attacked action.
+    critic_update_attack: bool = False
 
     def __post_init__(self) -> None:
         check_mode(self.mode)

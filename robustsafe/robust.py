@@ -70,6 +70,14 @@ class RobustHooks:
             return None
         return self._perturbation(self.update_attacker, epoch, batch_size)
 
+    def critic_perturbation(self, epoch: int, batch_size: int) -> Perturbation | None:
+        """What an off-policy actor sees of a replay batch's next states when it picks the
+        critics' bootstrap action (``RobustConfig.critic_update_attack``): as
+        ``update_perturbation``; None: the true next states."""
+        if not self.cfg.critic_update_attack:
+            return None
+        return self._perturbation(self.update_attacker, epoch, batch_size)
+
     def _perturbation(self, attacker, epoch: int, rows: int) -> Perturbation | None:
         eps = self.epsilon(epoch)
         if attacker is None or self.sa or eps == 0.0:

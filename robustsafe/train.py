@@ -258,6 +258,7 @@ def _train(
                     collector,
                     perturb,
                     hooks.update_perturbation(epoch, learner.cfg.batch_size),  # type: ignore[union-attr]
+                    hooks.critic_perturbation(epoch, learner.cfg.batch_size),  # type: ignore[union-attr]
                     generator,
                     np_rng,  # type: ignore[arg-type]
                 )
@@ -360,13 +361,16 @@ def _off_policy_epoch(
     collector: Collector,
     perturb: Perturbation | None,
     actor_obs: Perturbation | None,
+    next_view: Perturbation | None,
     generator: torch.Generator,
     np_rng: np.random.Generator,
 ) -> tuple[CollectResult, dict[str, float], float]:
     """One off-policy epoch (``learners.base``): ``rollout_length`` steps per env, collected
     ``steps_per_collect`` at a time with the current stochastic policy acting on nu(s); after
     each chunk its transitions (true observations) go into the replay, then ``updates_per_step``
-    gradient steps per transition, the actor's loss seeing ``actor_obs`` of each batch. Returns
+    gradient steps per transition, the actor's loss seeing ``actor_obs`` of each batch and the
+    critics' bootstrap action taken on ``next_view`` of its next states (``next_actor_obs``,
+    ``sac_lag.critic_step``). Returns
     the epoch's experience (the chunks joined), the mean of the gradient steps' metrics and the
     update seconds."""
     sc = learner.cfg  # type: ignore[attr-defined]
@@ -390,6 +394,9 @@ def _off_policy_epoch(
             while owed >= 1.0:
                 owed -= 1.0
                 batch = learner.replay.sample(sc.batch_size, np_rng)
+                if next_view is not None:
+                    next_obs = torch.as_tensor(batch["next_obs"])
+                    batch["next_actor_obs"] = next_view(next_obs).detach().numpy()
                 m = learner.update(batch, generator, actor_obs)
                 for k, v in m.items():
                     sums[k] = sums.get(k, 0.0) + v

@@ -65,6 +65,25 @@ def test_the_actor_loss_sees_actor_obs_and_the_critics_the_true_states(algo):
         assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("algo", ["sac-lag", "cvpo"])
+def test_the_critics_bootstrap_action_is_taken_on_the_batchs_next_actor_obs(algo):
+    def critics_after(next_actor_obs):
+        batch = _batch()
+        if next_actor_obs is not None:
+            batch["next_actor_obs"] = next_actor_obs(batch["next_obs"])
+        learner = _learner(algo)
+        learner.update(batch, torch.Generator().manual_seed(0))
+        return _params(learner.critics)
+
+    clean = critics_after(None)
+    # the true next states as the actor's view: the clean step, bit for bit
+    same = critics_after(lambda x: x.copy())
+    assert all(torch.equal(a, b) for a, b in zip(clean, same, strict=True))
+    # a shifted view changes a', so the targets, so the critics' step
+    shifted = critics_after(lambda x: x + np.float32(0.5))
+    assert not all(torch.equal(a, b) for a, b in zip(clean, shifted, strict=True))
+
+
 def test_cvpo_samples_and_fits_the_policy_on_the_view_and_scores_at_the_true_state():
     torch.manual_seed(7)
     cfg = TrainConfig(algo="cvpo", ppo=replace(TrainConfig().ppo, hidden=(16, 16)))
@@ -118,6 +137,17 @@ def test_the_update_attack_perturbs_the_first_fraction_of_the_batch_within_the_b
     assert gap.max() <= 0.05 + 1e-6  # ... inside the l_inf ball
     if mode != "random":  # one start per state: the update attacks every batch
         assert hooks.update_attacker.config.restarts == 1
+
+
+def test_the_critics_view_is_off_by_default_and_attacks_the_first_fraction_when_asked():
+    assert _hooks(mode="adv-mc")[0].critic_perturbation(3, 8) is None
+    hooks, obs = _hooks(
+        mode="adv-mc", epsilon=0.05, attacked_fraction=0.5, critic_update_attack=True
+    )
+    view = hooks.critic_perturbation(3, 8)
+    seen = view(obs)
+    assert torch.equal(seen[4:], obs[4:]) and 0.01 < (seen - obs).abs().max() <= 0.05 + 1e-6
+    assert _hooks(mode="vanilla", critic_update_attack=True)[0].critic_perturbation(3, 8) is None
 
 
 def test_the_update_attack_is_off_when_asked_in_vanilla_and_at_zero_budget():

@@ -160,6 +160,37 @@ def test_adversarial_training_attacks_the_actors_batches_unless_asked_not_to(
         assert gaps == [None] * 35
 
 
+@pytest.mark.parametrize("critic_attack", [True, False])
+def test_critic_update_attack_gives_the_batches_attacked_next_observations(
+    tmp_path, monkeypatch, critic_attack
+):
+    """With ``robust.critic_update_attack`` every gradient step's batch carries what the actor
+    sees of its next states (the first half moved inside the ball); without it, none does."""
+    from robustsafe.learners.sac_lag import SACLagrangian
+
+    gaps: list[float | None] = []
+    update = SACLagrangian.update
+
+    def spy(self, batch, generator, actor_obs=None):
+        if "next_actor_obs" not in batch:
+            gaps.append(None)
+        else:
+            seen, true = batch["next_actor_obs"], batch["next_obs"]
+            assert (seen[8:] == true[8:]).all()  # sac.batch_size=16: the clean half
+            gaps.append(float(abs(seen - true).max()))
+        return update(self, batch, generator, actor_obs)
+
+    monkeypatch.setattr(SACLagrangian, "update", spy)
+    flag = f"robust.critic_update_attack={str(critic_attack).lower()}"
+    extra = ["--set", "robust.attacked_fraction=0.5", "--set", flag]
+    assert sac_train(tmp_path, "--epochs", "2", "--mode", "adv-mc", *ROBUST_CLI, *extra) == 0
+    assert len(gaps) == 35
+    if critic_attack:
+        assert all(g is not None and 0 < g <= 0.05 + 1e-6 for g in gaps)
+    else:
+        assert gaps == [None] * 35
+
+
 def test_the_agent_file_holds_the_actor_average_and_resume_keeps_it(tmp_path):
     def averaged(out: Path, *extra: str) -> int:
         return sac_train(out, "--set", "sac.actor_average=0.9", *extra)

@@ -127,9 +127,12 @@ def critic_step(
     ``q_targets`` with a' ~ pi(.|s') of the current actor: soft targets for ``alpha`` > 0, plain
     ones for ``alpha`` = 0 (CVPO). The bootstrap is discounted by gamma^k, k the batch's
     ``steps`` (the env steps each transition spans); a batch without ``steps`` holds one-step
-    transitions, as ``ReplayBuffer.add`` without them. Returns the loss."""
+    transitions, as ``ReplayBuffer.add`` without them. a' is taken on the batch's
+    ``next_actor_obs`` where it has them (adversarial training,
+    ``robust.critic_update_attack``: what the actor sees of s') and scored at s'. Returns the
+    loss."""
     with torch.no_grad():
-        a_next, logp_next = actor.sample(b["next_obs"], generator)
+        a_next, logp_next = actor.sample(b.get("next_actor_obs", b["next_obs"]), generator)
         if alpha == 0.0:
             logp_next = torch.zeros_like(b["reward"])
         y_r, y_c = q_targets(
