@@ -48,7 +48,8 @@ stays CVPO on the pair (s~, s): q reweights pi_old's own samples, so the M-step'
 small as in clean training. (Fitting pi(.|s~) to a q(.|s) sampled at the true state, our first
 try, asked the policy to jump the whole gap the attack opens within one step: with CVPO's
 narrow policies the attacked rows' likelihood gradients, (u - mu) / sigma^2, dwarfed the clean
-rows' and the training collapsed; benchmarks/results/offpolicy_adv.)
+rows' and the training collapsed; benchmarks/results/offpolicy_adv. This design:
+benchmarks/results/offpolicy_adv2.)
 """
 
 from __future__ import annotations
