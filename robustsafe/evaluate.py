@@ -107,6 +107,39 @@ def float64_agent(agent: Agent) -> Agent:
     return agent
 
 
+def action_noise_generator(seed: int, episode: int) -> torch.Generator:
+    """The action-noise stream of episode ``episode`` of a sampled-action evaluation with
+    sample seed ``seed``; disjoint from the attacks' streams (another tag)."""
+    state = np.random.SeedSequence([int(seed), 0x5A3B1E], spawn_key=(int(episode),))
+    return torch.Generator().manual_seed(int(state.generate_state(1, dtype=np.uint64)[0]))
+
+
+def check_samplable(actor: Any) -> None:
+    """Sampled actions need a RobustSafe actor (Gaussian or squashed Gaussian)."""
+    from robustsafe.nets import GaussianActor, SquashedGaussianActor
+
+    if not isinstance(actor, (GaussianActor, SquashedGaussianActor)):
+        raise ValueError(
+            "sampled actions are for RobustSafe agents (ppol, focops, sac-lag, cvpo); this "
+            f"policy ({type(actor).__name__}) is evaluated with its deterministic action"
+        )
+
+
+def sampled_action(actor: Any, obs: torch.Tensor, rows: Sequence[torch.Generator]) -> torch.Tensor:
+    """An action drawn from pi(.|obs) per row, row i's standard normal noise from ``rows[i]``:
+    a Gaussian actor's mean + std * noise (the env clips it, as in training), a squashed
+    actor's squash(mu + sigma * noise)."""
+    from robustsafe.nets import SquashedGaussianActor
+
+    act_dim = int(actor.act_dim)
+    z = torch.stack([torch.randn(act_dim, generator=g, dtype=torch.float64) for g in rows])
+    if isinstance(actor, SquashedGaussianActor):
+        mu, log_std = actor.gaussian(obs)
+        return actor.squash(mu + log_std.exp() * z.to(mu.dtype))
+    mean = actor.mean_action(obs)
+    return mean + actor.log_std.exp().to(mean.dtype) * z.to(mean.dtype)
+
+
 @torch.no_grad()
 def run_episodes(
     agent: Agent,
@@ -117,17 +150,24 @@ def run_episodes(
     attack_seed: int = 0,
     on_step: Callable[[int], None] | None = None,
     observations: list[np.ndarray] | None = None,
+    sample_seed: int | None = None,
 ) -> list[EpisodeRecord]:
-    """Play ``episodes`` paired episodes with mean actions; returns them in episode order.
+    """Play ``episodes`` paired episodes with deterministic actions; returns them in episode
+    order.
 
     ``attack`` receives the float64 agent, the float64 observations and one generator per
     row: episode i's rows draw from ``episode_generator(attack_seed, i)``, which starts afresh
     with the episode. ``observations``, if given, receives the true observations met (for
-    AMAD's threshold).
+    AMAD's threshold). ``sample_seed`` (a diagnostic, not the paper's protocol): execute
+    actions sampled from pi(.|s~) instead, episode i's noise drawn from
+    ``action_noise_generator(sample_seed, i)`` (the same noise under every attacker); the
+    attackers still aim at the deterministic action.
     """
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     check_compatible(agent, vec)
+    if sample_seed is not None:
+        check_samplable(agent.actor)
     agent = float64_agent(agent)
     n = vec.num_envs
     current = np.arange(n)  # the episode number each env is playing
@@ -137,6 +177,11 @@ def run_episodes(
     streams = (
         [episode_generator(attack_seed, int(i)) for i in current] if attack is not None else []
     )
+    noise = (
+        [action_noise_generator(sample_seed, int(i)) for i in current]
+        if sample_seed is not None
+        else []
+    )
     while len(records) < episodes:
         if observations is not None:
             observations.append(obs[current < episodes])
@@ -144,7 +189,10 @@ def run_episodes(
         if attack is not None:
             with torch.enable_grad():
                 obs_t = attack(agent, obs_t, RowGenerators(streams))
-        act = agent.actor.deterministic_action(obs_t).to(torch.float32)
+        if sample_seed is None:
+            act = agent.actor.deterministic_action(obs_t).to(torch.float32)
+        else:
+            act = sampled_action(agent.actor, obs_t, noise).to(torch.float32)
         if not bool(torch.isfinite(act).all()):  # the env would fail deep inside its physics
             raise ValueError(
                 f"the policy returned a non-finite action (NaN or inf) for observation "
@@ -159,6 +207,8 @@ def run_episodes(
             upcoming[k] = episode_seed(seed, int(current[k] + n))
             if attack is not None:
                 streams[k] = episode_generator(attack_seed, int(current[k]))
+            if sample_seed is not None:
+                noise[k] = action_noise_generator(sample_seed, int(current[k]))
         if on_step is not None:
             on_step(n)
         obs = step.obs
@@ -176,14 +226,18 @@ def evaluate_agent(
     attack_space: str = "raw",
     xi: float = 0.1,
     on_step: Callable[[int], None] | None = None,
+    sample_seed: int | None = None,
 ) -> list[EvalResult]:
     """Paired evaluation of ``agent``: natural episodes, then every attacker at every epsilon.
 
     The natural (``none``) result always comes first: AMAD's threshold is the (1 - xi) quantile
     of Q_c(s, mu(s)) over the observations of these natural episodes. ``attack_space`` is
     ``raw`` (epsilon in observation units, the paper) or ``normalized`` (epsilon in units of the
-    agent's observation normaliser's std; the agent must have one).
+    agent's observation normaliser's std; the agent must have one). ``sample_seed``: execute
+    sampled actions (``run_episodes``).
     """
+    if sample_seed is not None:
+        check_samplable(agent.actor)
     from robustsafe.attacks import amad_threshold, make_attacker
 
     names = list(dict.fromkeys(attacks))
@@ -206,7 +260,9 @@ def evaluate_agent(
     natural = EvalResult(
         "none",
         0.0,
-        run_episodes(agent, vec, episodes, seed, None, attack_seed, on_step, natural_obs),
+        run_episodes(
+            agent, vec, episodes, seed, None, attack_seed, on_step, natural_obs, sample_seed
+        ),
     )
     results = [natural]
     if "amad" in names:
@@ -227,7 +283,9 @@ def evaluate_agent(
             ) -> torch.Tensor:
                 return _a(ag.actor, ag.critics, obs, _e, gen, scale)
 
-            recs = run_episodes(agent, vec, episodes, seed, attack, attack_seed, on_step)
+            recs = run_episodes(
+                agent, vec, episodes, seed, attack, attack_seed, on_step, None, sample_seed
+            )
             results.append(EvalResult(name, float(eps), recs))
     return results
 

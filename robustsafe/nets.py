@@ -218,7 +218,7 @@ class SquashedGaussianActor(nn.Module):
         mu, log_std = self.net(_prepare(self.obs_normalizer, obs)).chunk(2, dim=-1)
         return mu, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
 
-    def _squash(self, u: torch.Tensor) -> torch.Tensor:
+    def squash(self, u: torch.Tensor) -> torch.Tensor:
         return self.act_low + (self.act_high - self.act_low) * (torch.tanh(u) + 1.0) / 2.0
 
     def _log_prob_u(self, u: torch.Tensor, mu: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -229,7 +229,7 @@ class SquashedGaussianActor(nn.Module):
 
     def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
         """The squashed mean, differentiable with respect to ``obs``."""
-        return self._squash(self.gaussian(obs)[0])
+        return self.squash(self.gaussian(obs)[0])
 
     def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
         return self.mean_action(obs)
@@ -247,7 +247,7 @@ class SquashedGaussianActor(nn.Module):
         mu, log_std = self.gaussian(obs)
         noise = torch.randn(mu.shape, generator=generator, dtype=mu.dtype)
         u = mu + log_std.exp() * noise
-        return self._squash(u), self._log_prob_u(u, mu, log_std)
+        return self.squash(u), self._log_prob_u(u, mu, log_std)
 
     def log_prob(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
         """log pi(a|s) of actions inside the box (clamped off its edges), shape ``(batch,)``."""

@@ -99,7 +99,7 @@ def test_cvpo_samples_and_fits_the_policy_on_the_view_and_scores_at_the_true_sta
     with torch.no_grad():
         mu, log_std = twin.target_actor.gaussian(view(b["obs"]))  # pi_old on the view
         u = mu + log_std.exp() * torch.randn((32, BATCH, ACT), generator=gen, dtype=mu.dtype)
-        acts = twin.target_actor._squash(u).reshape(32 * BATCH, ACT)
+        acts = twin.target_actor.squash(u).reshape(32 * BATCH, ACT)
         at_true = b["obs"].expand(32, BATCH, OBS).reshape(32 * BATCH, OBS)
         q_r = twin.target.q_reward(at_true, acts).double().mean()  # scored at the true states
     m = learner.update(batch, torch.Generator().manual_seed(0), view)

@@ -25,6 +25,8 @@ from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _
 from robustsafe.nets import DETERMINISTIC_ACTIONS
 from robustsafe.provenance import code_version
 
+SAMPLED_LABEL = "sampled from pi(.|s~) (a diagnostic; attacks aim at the deterministic action)"
+
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
@@ -45,6 +47,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     check_attack_seed(args)
     if args.run is None:
+        if args.sample_actions:
+            raise CLIError(
+                "--sample-actions applies to --run agents (their own Gaussian actor); a "
+                "--policy or --sb3 policy is evaluated with its deterministic action"
+            )
         if args.deterministic_action is not None:
             raise CLIError(
                 "--deterministic-action applies to --run agents; a --policy or --sb3 policy "
@@ -53,6 +60,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _evaluate_foreign(args)
     agent = _load_run_agent(args.run)
     set_deterministic_action(agent, args.deterministic_action)
+    if args.sample_actions and args.video is not None:
+        raise CLIError("--video records deterministic actions: leave out --sample-actions")
     env_id = run_agent_env(args, agent, "its numbers there would describe")
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
@@ -102,6 +111,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             attack_space=args.attack_space,
             xi=args.xi,
             on_step=None if bar is None else bar.update,
+            sample_seed=args.seed if args.sample_actions else None,
         )
     except ValueError as err:
         raise CLIError(str(err)) from None
@@ -113,6 +123,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "agent": str(args.run),
         "env_id": env_id,
         **_agent_eval_fields(args, agent),
+        **({"actions": SAMPLED_LABEL} if args.sample_actions else {}),
         "xi": args.xi,
         "cost_limit": agent.config.cost_limit,
         "results": [r.to_dict() for r in results],
@@ -120,6 +131,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(  # first: whatever happens to the files, the numbers are on screen
         f"{env_id}: {args.episodes} paired episodes, seed {args.seed}, agent epoch "
         f"{agent.epoch}, epsilon in {args.attack_space} observation units"
+        + (
+            ", actions sampled from pi(.|s~) (not the paper's protocol)"
+            if args.sample_actions
+            else ""
+        )
     )
     print(format_table(results))
     if out is None:
@@ -268,6 +284,14 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="--run with a Gaussian actor (ppol, focops): the action evaluated and attacked: "
         "expected = E[clip(a)], the expected executed action (RobustSafe's default); mean = the "
         "Gaussian's mean (the paper's and the original code's) (default: the agent's own)",
+    )
+    e.add_argument(
+        "--sample-actions",
+        action="store_true",
+        help="--run: execute actions sampled from the agent's policy pi(.|s~), as in training, "
+        "instead of its deterministic action (a diagnostic, not the paper's protocol; the "
+        "attackers still aim at the deterministic action; episode i's noise is the same under "
+        "every attacker)",
     )
     e.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     e.add_argument("--env", help="environment id (default: the agent's)")
