@@ -110,8 +110,7 @@ def float64_agent(agent: Agent) -> Agent:
 def action_noise_generator(seed: int, episode: int) -> torch.Generator:
     """The action-noise stream of episode ``episode`` of a sampled-action evaluation with
     sample seed ``seed``; disjoint from the attacks' streams (another tag)."""
-    state = np.random.SeedSequence([int(seed), 0x5A3B1E], spawn_key=(int(episode),))
-    return torch.Generator().manual_seed(int(state.generate_state(1, dtype=np.uint64)[0]))
+    return episode_generator(seed, episode, tag=0x5A3B1E)
 
 
 def check_samplable(actor: Any) -> None:
@@ -236,8 +235,6 @@ def evaluate_agent(
     agent's observation normaliser's std; the agent must have one). ``sample_seed``: execute
     sampled actions (``run_episodes``).
     """
-    if sample_seed is not None:
-        check_samplable(agent.actor)
     from robustsafe.attacks import amad_threshold, make_attacker
 
     names = list(dict.fromkeys(attacks))

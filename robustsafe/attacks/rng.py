@@ -63,12 +63,16 @@ class RowGenerators:
 RNG = torch.Generator | RowGenerators
 
 
-def episode_generator(seed: int, episode: int) -> torch.Generator:
-    """The attack random stream of episode ``episode`` of an evaluation with attack seed ``seed``.
+ATTACK_TAG = 0xA77AC
+
+
+def episode_generator(seed: int, episode: int, tag: int = ATTACK_TAG) -> torch.Generator:
+    """The attack random stream of episode ``episode`` of an evaluation with attack seed ``seed``
+    (another ``tag``: another family of per-episode streams, e.g. action noise).
 
     Derived with ``numpy.random.SeedSequence([seed, tag], spawn_key=(episode,))``.
     """
-    state = np.random.SeedSequence([int(seed), 0xA77AC], spawn_key=(int(episode),))
+    state = np.random.SeedSequence([int(seed), int(tag)], spawn_key=(int(episode),))
     return torch.Generator().manual_seed(int(state.generate_state(1, dtype=np.uint64)[0]))
 
 
