@@ -388,6 +388,25 @@ def test_fast_attacks_every_env_where_half_was_measured_not_robust():
     assert paper.robust.attacked_fraction == 1.0
 
 
+def test_fast_focops_carcircle_reaches_the_full_budget_at_epoch_100():
+    # Measured (benchmarks/results/focops_probe): with the task's 75 / 150 of 150 epochs the
+    # schedule reaches 0.92 of epsilon only at the last epoch and FOCOPS(MC) seeds 0 and 2 were
+    # unsafe under MR; with 50 / 50 both kept every attacked cost <= 0.30. PPOL keeps the task's.
+    def windows(algo):
+        cfg = preset("SafetyCarCircle-v0", "fast", mode="adv-mr", algo=algo)
+        return cfg.robust.schedule_start, cfg.robust.schedule_length
+
+    assert windows("focops") == (50, 50)
+    assert windows("ppol") == (75, 150)
+    cfg = preset("SafetyCarCircle-v0", "fast", mode="adv-mc", algo="focops")
+    r = cfg.robust
+    eps = [epsilon_at(n, r.epsilon, r.schedule, *windows("focops")) for n in (49, 100, 150)]
+    assert r.schedule == "exp" and r.epsilon == 0.05
+    assert eps[0] == 0.0 and 0.99 * 0.05 <= eps[1] < eps[2] < 0.05
+    carrun = preset("SafetyCarRun-v0", "fast", mode="adv-mc", algo="focops")
+    assert carrun.robust.schedule_start == 30
+
+
 def test_fast_adds_the_survival_bonus_on_dronecircle_only():
     # docs/deviations.md: DroneCircle's drones flipped early without it (vanilla target met on
     # 1 of 4 runs), with 0.5 on 3 of 3; every learner and mode takes the task's value, and the
