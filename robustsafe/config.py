@@ -79,6 +79,12 @@ class FOCOPSConfig:
     minibatch_size: int | None = 64  # None: full batch
     actor_max_grad_norm: float | None = 40.0
     critic_max_grad_norm: float | None = None
+    # Above 0: keep a Polyak average of the actor's weights, taken once per epoch after the
+    # update (the first epoch's actor, then avg <- actor_average avg + (1 - actor_average)
+    # actor), and save THAT in the agent file (the policy evaluated and attacked; the envs are
+    # still stepped with the last actor). 0: the last actor. FOCOPS' cost swings from epoch to
+    # epoch on CarCircle (16-55 in one epoch), and the last actor is one draw from them.
+    actor_average: float = 0.0
 
     def __post_init__(self) -> None:
         _positive(self, "actor_lr", "critic_lr", "temperature", "kl_bound", "passes")
@@ -93,6 +99,8 @@ class FOCOPSConfig:
         _positive_or_none(self, "actor_max_grad_norm", "critic_max_grad_norm")
         if self.cost_limit < 0:
             raise ValueError(f"cost_limit must be >= 0, got {self.cost_limit}")
+        if not 0.0 <= self.actor_average < 1.0:
+            raise ValueError(f"focops.actor_average must be in [0, 1), got {self.actor_average}")
 
 
 @dataclass(frozen=True)

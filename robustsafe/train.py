@@ -417,7 +417,7 @@ def _save_agents(
 ) -> None:
     """agent.pt, and a checkpoint every ``checkpoint_every`` epochs (the config names the
     learner, so evaluation and the attackers load any learner's agent the same way)."""
-    # an off-policy learner may save another policy than the one it acts with (``saved_actor``)
+    # a learner may save another policy than the one it acts with (``saved_actor``)
     actor = getattr(learner, "saved_actor", learner.actor)
     nets = (actor, learner.v_reward, learner.v_cost, critics)
     save_agent(out / "agent.pt", cfg, *nets, epoch)

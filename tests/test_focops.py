@@ -199,6 +199,38 @@ def test_state_dict_round_trip_keeps_nu_and_optimisers():
         assert torch.equal(pa, pb)
 
 
+def test_the_actor_average_follows_every_epoch_and_is_the_saved_policy():
+    """actor_average 0.75: the first epoch's actor, then after each epoch's update avg <- 0.75
+    avg + 0.25 actor, by hand; the saved policy is the average (the last actor without it), and
+    the average is in the resumable state."""
+    cfg = FOCOPSConfig(passes=2, minibatch_size=4, actor_lr=0.05, actor_average=0.75)
+    learner = _learner(cfg)
+    assert learner.saved_actor is learner.actor  # nothing to average before the first epoch
+    expected: list[torch.Tensor] = []
+    for epoch in range(3):
+        learner.update(_rollout(learner.actor, seed=epoch), 8.0, torch.Generator().manual_seed(0))
+        live = [p.detach().clone() for p in learner.actor.parameters()]
+        if not expected:
+            expected = live
+        else:
+            expected = [0.75 * e + 0.25 * p for e, p in zip(expected, live, strict=True)]
+    got = list(learner.saved_actor.parameters())
+    assert learner.saved_actor is learner.actor_average is not learner.actor
+    assert not torch.allclose(got[-1], list(learner.actor.parameters())[-1])  # it lags the actor
+    for e, g in zip(expected, got, strict=True):
+        assert torch.allclose(e, g, atol=1e-7)
+    assert all(not p.requires_grad for p in got)
+    resumed = _learner(cfg)
+    resumed.load_state_dict(copy.deepcopy(learner.state_dict()))
+    for a, b in zip(resumed.saved_actor.parameters(), got, strict=True):
+        assert torch.equal(a, b)
+    plain = _learner(FOCOPSConfig(passes=2, minibatch_size=4))
+    plain.update(_rollout(plain.actor), 8.0, torch.Generator().manual_seed(0))
+    assert plain.saved_actor is plain.actor and "actor_average" not in plain.state_dict()
+    with pytest.raises(ValueError, match="actor_average"):
+        FOCOPSConfig(actor_average=1.0)
+
+
 def test_make_learner_builds_the_configured_learner_behind_one_interface():
     from robustsafe.config import TrainConfig
     from robustsafe.learners import OnPolicyLearner, PPOLagrangian, make_learner

@@ -19,7 +19,8 @@ files. Per epoch the loop calls exactly one method:
 
 It returns the epoch's scalar metrics (metrics.csv / TensorBoard); ``multiplier`` is the
 current weight of the cost (the progress bar shows it). ``actor`` is the policy that acts, is
-attacked and is saved in the agent file; ``v_reward`` / ``v_cost`` are saved beside it.
+attacked and is saved in the agent file, unless the learner offers ``saved_actor`` (FOCOPS'
+weight average); ``v_reward`` / ``v_cost`` are saved beside it.
 ``state_dict`` / ``load_state_dict`` hold everything the learner needs to resume bit-identically
 (networks, optimisers, multiplier state); the loop saves it in ``state.pt``.
 
