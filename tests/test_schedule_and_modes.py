@@ -407,6 +407,19 @@ def test_fast_focops_carcircle_reaches_the_full_budget_at_epoch_100():
     assert carrun.robust.schedule_start == 30
 
 
+def test_fast_focops_saves_the_weight_average_on_carcircle_only():
+    # Measured (benchmarks/results/focops_probe): the six CarCircle FOCOPS ADV trainings' 0.9
+    # averages are robust on 6 of 6 against 4 of 6 for their last actors. Every mode of FOCOPS
+    # on CarCircle takes it; CarRun, PPOL and the paper preset keep the last actor.
+    def average(env, algo="focops", mode="vanilla", level="fast"):
+        return preset(env, level, mode=mode, algo=algo).focops.actor_average
+
+    assert average("SafetyCarCircle-v0") == average("SafetyCarCircle-v0", mode="adv-mr") == 0.9
+    assert average("SafetyCarRun-v0") == 0.0
+    assert average("SafetyCarCircle-v0", algo="ppol") == 0.0
+    assert average("SafetyCarCircle-v0", level="paper") == 0.0
+
+
 def test_fast_adds_the_survival_bonus_on_dronecircle_only():
     # docs/deviations.md: DroneCircle's drones flipped early without it (vanilla target met on
     # 1 of 4 runs), with 0.5 on 3 of 3; every learner and mode takes the task's value, and the
