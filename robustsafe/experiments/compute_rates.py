@@ -33,7 +33,7 @@ MEASURED = {
     "SafetyCarCircle-v0/cvpo-vanilla": (15377.57, 1337.33, 0.0, 43.85, 13933.92, 3, 20, 2),
     "SafetyCarCircle-v0/focops-adv-mc": (2802.65, 1254.63, 1043.36, 21.4, 451.39, 3, 20, 2),
     "SafetyCarCircle-v0/focops-adv-mr": (2801.39, 1199.51, 1132.73, 19.88, 419.35, 3, 20, 2),
-    "SafetyCarCircle-v0/focops-vanilla": (2717.26, 1933.11, 0.0, 23.59, 719.82, 3, 20, 2),
+    "SafetyCarCircle-v0/focops-vanilla": (3519.31, 2242.24, 0.0, 40.09, 1173.87, 3, 20, 2),
     "SafetyCarCircle-v0/random": (1334.58, 861.87, 15.0, 14.27, 403.39, 3, 20, 2),
     "SafetyCarCircle-v0/sa-mad": (1683.85, 970.79, 95.73, 18.41, 556.63, 3, 20, 2),
     "SafetyCarCircle-v0/sa-mc": (1519.4, 878.73, 117.22, 18.56, 468.65, 3, 20, 2),
