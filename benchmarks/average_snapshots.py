@@ -1,16 +1,17 @@
-"""A FOCOPS run's agent with its actor replaced by a Polyak average of its per-epoch actors.
+"""An on-policy run's agent with its actor replaced by a Polyak average of its per-epoch actors.
 
 The evaluation protocol plays the last epoch's actor. A learner whose cost swings from one
-epoch to the next (FOCOPS on CarCircle) may be saved on a swing. This reads a run's
+epoch to the next (FOCOPS on CarCircle) may be saved on a swing. For PPO-Lagrangian and FOCOPS
+runs. This reads a run's
 per-epoch snapshots (``checkpoints/agent_epoch_NNNN.pt``, kept with ``checkpoint_every`` 1) and
 writes an agent file whose actor is the average taken once per epoch from the first snapshot,
 
     avg_1 = actor_1,   avg_e = RHO avg_(e-1) + (1 - RHO) actor_e,
 
 with everything else (value critics, the attackers' Q critics) the last snapshot's and the config
-saying ``focops.actor_average: RHO``: the same weights, bit for bit, as a training with ``--set
-focops.actor_average=RHO`` saves (the average does not change the training), from a run
-trained without it.
+saying ``ppo.actor_average: RHO`` (``focops.actor_average`` for FOCOPS): the same weights, bit
+for bit, as a training with ``--set ppo.actor_average=RHO`` (``focops.``) saves (the average
+does not change the training), from a run trained without it.
 Evaluate the file with ``robustsafe evaluate --run FILE``. The run itself is not touched.
 
     python benchmarks/average_snapshots.py runs/A/SafetyCarCircle-v0/focops-adv-mr/seed0 \\
@@ -30,6 +31,8 @@ from robustsafe.critics import _polyak
 from robustsafe.runstate import safe_torch_load
 
 _SNAPSHOT = re.compile(r"agent_epoch_(\d+)\.pt$")
+# The config section whose ``actor_average`` the option is, per on-policy learner.
+_AVERAGE_SECTION = {"ppol": "ppo", "focops": "focops"}
 
 
 def snapshots(run_dir: Path) -> list[Path]:
@@ -49,7 +52,7 @@ def snapshots(run_dir: Path) -> list[Path]:
 
 
 def averaged_actor_state(paths: list[Path], rho: float) -> dict[str, torch.Tensor]:
-    """The actor weights ``focops.actor_average=rho`` would have saved at the last snapshot:
+    """The actor weights ``actor_average=rho`` would have saved at the last snapshot:
     the first snapshot's actor, then ``_polyak`` (the learner's own step) with each next one.
     Buffers (the action bounds) are the last snapshot's."""
     if not 0.0 < rho < 1.0:
@@ -75,10 +78,11 @@ def main() -> None:
     last = safe_torch_load(paths[-1])
     if not isinstance(last, dict) or last.get("format") != AGENT_FORMAT:
         raise SystemExit(f"{paths[-1]} is not a RobustSafe agent file")
-    if last["config"].get("algo") != "focops":
-        raise SystemExit(f"{args.run}: a FOCOPS run is needed (focops.actor_average)")
+    section = _AVERAGE_SECTION.get(last["config"].get("algo", "ppol"))
+    if section is None:
+        raise SystemExit(f"{args.run}: a PPO-Lagrangian or FOCOPS run is needed")
     last["actor"] = averaged_actor_state(paths, args.rho)
-    last["config"]["focops"]["actor_average"] = args.rho  # the file says what it holds
+    last["config"][section]["actor_average"] = args.rho  # the file says what it holds
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_torch_save(last, args.out)
     print(f"{args.out}: the actor averaged over epochs 1-{len(paths)} at rho {args.rho}")

@@ -37,6 +37,10 @@ class PPOLagConfig:
     normalize_reward_advantage: bool = True
     center_cost_advantage: bool = False
     normalize_cost_advantage: bool = False  # divide the (centred) cost advantage by its std
+    # Above 0: the agent file holds a per-epoch Polyak average of the actor's weights, as
+    # focops.actor_average does for FOCOPS (robustsafe.learners.base.OnPolicyNetworks); the
+    # envs are stepped with the last actor. 0: the last actor (the paper's).
+    actor_average: float = 0.0
 
     def __post_init__(self) -> None:
         _positive(self, "actor_lr", "critic_lr", "clip_ratio", "target_kl", "kl_stop_factor")
@@ -51,6 +55,8 @@ class PPOLagConfig:
             raise ValueError(
                 f"hidden must be a non-empty list of positive sizes, got {self.hidden}"
             )
+        if not 0.0 <= self.actor_average < 1.0:
+            raise ValueError(f"ppo.actor_average must be in [0, 1), got {self.actor_average}")
 
 
 @dataclass(frozen=True)
@@ -82,8 +88,9 @@ class FOCOPSConfig:
     # Above 0: keep a Polyak average of the actor's weights, taken once per epoch after the
     # update (the first epoch's actor, then avg <- actor_average avg + (1 - actor_average)
     # actor), and save THAT in the agent file (the policy evaluated and attacked; the envs are
-    # still stepped with the last actor). 0: the last actor. FOCOPS' cost swings from epoch to
-    # epoch on CarCircle (16-55 in one epoch), and the last actor is one draw from them.
+    # still stepped with the last actor; robustsafe.learners.base.OnPolicyNetworks). 0: the
+    # last actor. FOCOPS' cost swings from epoch to epoch on CarCircle (16-55 in one epoch),
+    # and the last actor is one draw from them.
     actor_average: float = 0.0
 
     def __post_init__(self) -> None:

@@ -4,19 +4,15 @@ the table (tiny runs on the toy env)."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
 from tiny_config import (
     ROBUST_CLI,
     TINY_CLI,
     TOY,
-    agent_params,
     cli_evaluate,
     cli_train,
     full_and_resumed,
@@ -94,54 +90,6 @@ def test_focops_resume_is_bit_identical(tmp_path, mode, monkeypatch):
     assert (max(acted_on) > 0) == (mode != "vanilla")
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["nu"] == b["nu"] != 0.5
-
-
-AVERAGE = ("--set", "focops.actor_average=0.5")
-
-
-def _average_snapshots_module():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "average_snapshots.py"
-    spec = importlib.util.spec_from_file_location("average_snapshots", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_weight_average_changes_the_saved_actor_not_the_training(tmp_path, monkeypatch):
-    """``focops.actor_average`` saves the per-epoch average and trains exactly as without it;
-    ``benchmarks/average_snapshots.py`` rebuilds that saved actor, bit for bit, from a run
-    trained without the option (how the CarCircle ADV rows' averaged agents were made)."""
-    plain, avg = tmp_path / "plain", tmp_path / "avg"
-    assert focops_train(plain, "--epochs", "3", "--mode", "adv-mc", *ROBUST_CLI) == 0
-    assert focops_train(avg, "--epochs", "3", "--mode", "adv-mc", *ROBUST_CLI, *AVERAGE) == 0
-    timing = ("wall_time", "time_", "steps_per_s")
-
-    def curve(run: Path) -> list[dict[str, str]]:
-        rows = list(csv.DictReader((run / "metrics.csv").open()))
-        return [{k: v for k, v in r.items() if not k.startswith(timing)} for r in rows]
-
-    assert curve(plain) == curve(avg)  # the same training, epoch by epoch
-    assert torch.equal(agent_params(plain, ("critics",)), agent_params(avg, ("critics",)))
-    saved = agent_params(avg, ("actor",))
-    assert not torch.equal(saved, agent_params(plain, ("actor",)))  # the average is saved
-    script = _average_snapshots_module()
-    out = tmp_path / "rebuilt.pt"
-    monkeypatch.setattr(
-        sys, "argv", ["average_snapshots.py", str(plain), "--rho", "0.5", "--out", str(out)]
-    )
-    script.main()
-    assert torch.equal(agent_params(out, ("actor",)), saved)
-    assert load_agent(out).config == load_agent(avg).config  # it says what it holds
-    with pytest.raises(SystemExit, match="exists"):
-        script.main()  # and never overwrites without --force
-
-
-def test_focops_resume_with_the_weight_average_is_bit_identical(tmp_path):
-    def train(out: Path, *extra: str) -> int:
-        return focops_train(out, *extra, *AVERAGE)
-
-    full, cut = full_and_resumed(train, tmp_path, "vanilla", FOCOPS_NETS)
-    assert "actor_average" in load_state(cut / "state.pt")["learner"]
 
 
 def test_algo_is_validated_and_kept_on_resume(tmp_path, capsys):

@@ -19,8 +19,9 @@ files. Per epoch the loop calls exactly one method:
 
 It returns the epoch's scalar metrics (metrics.csv / TensorBoard); ``multiplier`` is the
 current weight of the cost (the progress bar shows it). ``actor`` is the policy that acts, is
-attacked and is saved in the agent file, unless the learner offers ``saved_actor`` (FOCOPS'
-weight average); ``v_reward`` / ``v_cost`` are saved beside it.
+attacked and is saved in the agent file, unless the learner offers ``saved_actor`` (the
+per-epoch weight average of ``OnPolicyNetworks``, below); ``v_reward`` / ``v_cost`` are saved
+beside it.
 ``state_dict`` / ``load_state_dict`` hold everything the learner needs to resume bit-identically
 (networks, optimisers, multiplier state); the loop saves it in ``state.pt``.
 
@@ -160,8 +161,17 @@ def minibatches(n: int, size: int | None, generator: torch.Generator) -> list[to
 
 class OnPolicyNetworks:
     """What PPO-Lagrangian and FOCOPS share: the Gaussian actor, V_r and V_c, one Adam for the
-    actor and one for both critics, the actor's optimiser step and the critics' regression. A
-    learner built on it adds its actor loss and its multiplier (and the multiplier's state)."""
+    actor and one for both critics, the actor's optimiser step, the critics' regression and the
+    optional weight average of the actor. A learner built on it adds its actor loss and its
+    multiplier (and the multiplier's state), and calls ``follow_actor_average`` at the end of
+    its update.
+
+    The weight average (``cfg.actor_average`` > 0): after every epoch's update, the first
+    epoch's actor, then avg <- rho avg + (1 - rho) actor with rho = ``cfg.actor_average``. It
+    is the policy saved in the agent file (``saved_actor``: evaluated and attacked); the envs
+    are stepped with the last actor, so the training is the same with or without it. A
+    learner whose cost swings from epoch to epoch would otherwise be saved on one draw of the
+    swing (FOCOPS on CarCircle: 16-55 in one epoch)."""
 
     def __init__(
         self,
@@ -176,6 +186,22 @@ class OnPolicyNetworks:
         self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
         self.critic_params = list(v_reward.parameters()) + list(v_cost.parameters())
         self.critic_optim = torch.optim.Adam(self.critic_params, lr=cfg.critic_lr)
+        self.average_rate = cfg.actor_average
+        self.actor_average: GaussianActor | None = None  # after the first epoch, if kept
+
+    @property
+    def saved_actor(self) -> GaussianActor:
+        """The policy the agent file holds: the weight average if kept, else the last actor."""
+        return self.actor if self.actor_average is None else self.actor_average
+
+    def follow_actor_average(self) -> None:
+        """The epoch's step of the weight average (nothing when ``actor_average`` is 0)."""
+        if self.average_rate <= 0:
+            return
+        if self.actor_average is None:
+            self.actor_average = frozen_copy(self.actor)
+        else:
+            _polyak(self.actor_average, self.actor, self.average_rate)
 
     def actor_step(
         self,
@@ -226,18 +252,26 @@ class OnPolicyNetworks:
         return loss_value
 
     def networks_state(self) -> dict:
-        """The networks' and optimisers' state (a learner's ``state_dict`` adds its multiplier)."""
-        return {
+        """The networks', optimisers' and weight average's state (a learner's ``state_dict``
+        adds its multiplier)."""
+        out = {
             "actor": self.actor.state_dict(),
             "v_reward": self.v_reward.state_dict(),
             "v_cost": self.v_cost.state_dict(),
             "actor_optim": self.actor_optim.state_dict(),
             "critic_optim": self.critic_optim.state_dict(),
         }
+        if self.actor_average is not None:
+            out["actor_average"] = self.actor_average.state_dict()
+        return out
 
     def load_networks_state(self, d: dict) -> None:
         for key in ("actor", "v_reward", "v_cost", "actor_optim", "critic_optim"):
             getattr(self, key).load_state_dict(d[key])
+        self.actor_average = None
+        if "actor_average" in d:
+            self.actor_average = frozen_copy(self.actor)
+            self.actor_average.load_state_dict(d["actor_average"])
 
 
 class OffPolicyNetworks:

@@ -37,10 +37,8 @@ train after the actor for their own passes, without L2 regularisation and learni
 The robust-safe-RL authors' FOCOPS had a wrong temperature and a KL term without gradient;
 this module is not derived from it.
 
-With ``actor_average`` > 0 a Polyak average of the actor's weights is taken after every
-epoch's update (the first epoch's actor, then avg <- actor_average avg + (1 - actor_average)
-pi) and is the policy saved in the agent file (``saved_actor``); the envs are stepped with the
-last actor either way.
+With ``actor_average`` > 0 the agent file holds a per-epoch weight average of the actor
+(``OnPolicyNetworks``); the envs are stepped with the last actor either way.
 
 ``extra_actor_loss`` (SA's smoothness regulariser) is added to L on every minibatch, outside
 the indicator, so the SA modes work for FOCOPS as for PPO-Lagrangian.
@@ -52,11 +50,9 @@ import torch
 
 from robustsafe.buffers import Rollout
 from robustsafe.config import FOCOPSConfig
-from robustsafe.critics import _polyak
 from robustsafe.learners.base import (
     ExtraActorLoss,
     OnPolicyNetworks,
-    frozen_copy,
     minibatches,
     rollout_advantages,
 )
@@ -110,16 +106,10 @@ class FOCOPS(OnPolicyNetworks):
         super().__init__(actor, v_reward, v_cost, cfg)
         self.cfg = cfg
         self.nu = cfg.nu_init
-        self.actor_average: GaussianActor | None = None  # after the first epoch, if kept
 
     @property
     def multiplier(self) -> float:
         return self.nu
-
-    @property
-    def saved_actor(self) -> GaussianActor:
-        """The policy the agent file holds: the weight average if kept, else the last actor."""
-        return self.actor if self.actor_average is None else self.actor_average
 
     def update(
         self,
@@ -170,11 +160,7 @@ class FOCOPS(OnPolicyNetworks):
         critic_loss = self.fit_critics(
             data, cfg.critic_passes, cfg.minibatch_size, cfg.critic_max_grad_norm, generator
         )
-        if cfg.actor_average > 0:
-            if self.actor_average is None:
-                self.actor_average = frozen_copy(self.actor)
-            else:
-                _polyak(self.actor_average, self.actor, cfg.actor_average)
+        self.follow_actor_average()
         metrics = {
             "nu": self.nu,
             "kl": kl_mean,
@@ -190,15 +176,8 @@ class FOCOPS(OnPolicyNetworks):
     # ------------------------------------------------------------------ state
 
     def state_dict(self) -> dict:
-        out = {**self.networks_state(), "nu": self.nu}
-        if self.actor_average is not None:
-            out["actor_average"] = self.actor_average.state_dict()
-        return out
+        return {**self.networks_state(), "nu": self.nu}
 
     def load_state_dict(self, d: dict) -> None:
         self.load_networks_state(d)
         self.nu = float(d["nu"])
-        self.actor_average = None
-        if "actor_average" in d:
-            self.actor_average = frozen_copy(self.actor)
-            self.actor_average.load_state_dict(d["actor_average"])

@@ -11,6 +11,9 @@ target_kl``. The value critics V_r and V_c regress the GAE returns.
 Under adversarial rollouts the actor learns on the observation it acted on, while V_r and V_c
 see the true state (``Rollout.true_obs``), as they do for the next state. A baseline may depend
 on the true state (it does not depend on the action), so the policy gradient stays unbiased.
+
+With ``actor_average`` > 0 the agent file holds a per-epoch weight average of the actor
+(``OnPolicyNetworks``); the envs are stepped with the last actor either way.
 The original code fed the perturbed observation to V: perturbations of 0.05 on observation
 dimensions whose natural spread is ~1e-4 put V far outside its data; in an early run of ours
 with that choice (files not kept) V's loss exploded and ADV-PPOL(MR) on CarRun collapsed.
@@ -127,6 +130,7 @@ class PPOLagrangian(OnPolicyNetworks):
         critic_loss = self.fit_critics(
             data, cfg.critic_passes, cfg.minibatch_size, cfg.critic_max_grad_norm, generator
         )
+        self.follow_actor_average()
         metrics = {
             "lambda": lam,
             "approx_kl": kl,
