@@ -159,6 +159,36 @@ def minibatches(n: int, size: int | None, generator: torch.Generator) -> list[to
     return list(torch.randperm(n, generator=generator).split(size))
 
 
+class WeightAverage:
+    """A Polyak average of a network's weights (an actor's: the ``actor_average`` option of
+    PPO-Lagrangian, FOCOPS and SAC-Lagrangian). Each ``follow(net)`` is one step, avg <- rate
+    avg + (1 - rate) net; the first one copies ``net`` (without gradients, seeing observations
+    through ``net``'s live normaliser). A rate of 0 keeps nothing."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.net: torch.nn.Module | None = None
+
+    def follow(self, net: torch.nn.Module) -> None:
+        if self.rate <= 0:
+            return
+        if self.net is None:
+            self.net = frozen_copy(net)
+        else:
+            _polyak(self.net, net, self.rate)
+
+    def state_dict(self) -> dict:
+        """``{"actor_average": weights}`` once there is an average, else empty."""
+        return {} if self.net is None else {"actor_average": self.net.state_dict()}
+
+    def load_state_dict(self, d: dict, net: torch.nn.Module) -> None:
+        """The average saved in ``d`` (a learner's state), shaped like ``net``; none if absent."""
+        self.net = None
+        if "actor_average" in d:
+            self.net = frozen_copy(net)
+            self.net.load_state_dict(d["actor_average"])
+
+
 class OnPolicyNetworks:
     """What PPO-Lagrangian and FOCOPS share: the Gaussian actor, V_r and V_c, one Adam for the
     actor and one for both critics, the actor's optimiser step, the critics' regression and the
@@ -186,22 +216,20 @@ class OnPolicyNetworks:
         self.actor_optim = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
         self.critic_params = list(v_reward.parameters()) + list(v_cost.parameters())
         self.critic_optim = torch.optim.Adam(self.critic_params, lr=cfg.critic_lr)
-        self.average_rate = cfg.actor_average
-        self.actor_average: GaussianActor | None = None  # after the first epoch, if kept
+        self.average = WeightAverage(cfg.actor_average)  # its first step after epoch 1
+
+    @property
+    def actor_average(self) -> GaussianActor | None:
+        return self.average.net
 
     @property
     def saved_actor(self) -> GaussianActor:
         """The policy the agent file holds: the weight average if kept, else the last actor."""
-        return self.actor if self.actor_average is None else self.actor_average
+        return self.actor if self.average.net is None else self.average.net
 
     def follow_actor_average(self) -> None:
         """The epoch's step of the weight average (nothing when ``actor_average`` is 0)."""
-        if self.average_rate <= 0:
-            return
-        if self.actor_average is None:
-            self.actor_average = frozen_copy(self.actor)
-        else:
-            _polyak(self.actor_average, self.actor, self.average_rate)
+        self.average.follow(self.actor)
 
     def actor_step(
         self,
@@ -261,17 +289,12 @@ class OnPolicyNetworks:
             "actor_optim": self.actor_optim.state_dict(),
             "critic_optim": self.critic_optim.state_dict(),
         }
-        if self.actor_average is not None:
-            out["actor_average"] = self.actor_average.state_dict()
-        return out
+        return {**out, **self.average.state_dict()}
 
     def load_networks_state(self, d: dict) -> None:
         for key in ("actor", "v_reward", "v_cost", "actor_optim", "critic_optim"):
             getattr(self, key).load_state_dict(d[key])
-        self.actor_average = None
-        if "actor_average" in d:
-            self.actor_average = frozen_copy(self.actor)
-            self.actor_average.load_state_dict(d["actor_average"])
+        self.average.load_state_dict(d, self.actor)
 
 
 class OffPolicyNetworks:

@@ -47,8 +47,8 @@ import numpy as np
 import torch
 
 from robustsafe.config import SACLagConfig
-from robustsafe.critics import QCritics, _polyak
-from robustsafe.learners.base import ActorObs, OffPolicyNetworks, frozen_copy
+from robustsafe.critics import QCritics
+from robustsafe.learners.base import ActorObs, OffPolicyNetworks, WeightAverage
 from robustsafe.nets import SquashedGaussianActor, ValueCritic
 from robustsafe.pid import PIDConfig, PIDLagrangian
 
@@ -179,9 +179,8 @@ class SACLagrangian(OffPolicyNetworks):
         super().__init__(actor, critics, v_reward, v_cost, cfg, obs_dim, act_dim)
         self.lam = float(cfg.lambda_init)
         self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
-        self.actor_average: SquashedGaussianActor | None = None
-        if cfg.actor_average > 0:
-            self.actor_average = frozen_copy(actor)
+        self.average = WeightAverage(cfg.actor_average)
+        self.average.follow(actor)  # from the initial actor
         self.log_alpha: torch.Tensor | None = None
         self.target_entropy = (
             -float(act_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
@@ -196,9 +195,13 @@ class SACLagrangian(OffPolicyNetworks):
         return self.cfg.alpha if self.log_alpha is None else float(self.log_alpha.detach().exp())
 
     @property
+    def actor_average(self) -> SquashedGaussianActor | None:
+        return self.average.net
+
+    @property
     def saved_actor(self) -> SquashedGaussianActor:
         """The policy the agent file holds: the weight average if kept, else the last actor."""
-        return self.actor if self.actor_average is None else self.actor_average
+        return self.actor if self.average.net is None else self.average.net
 
     @property
     def multiplier(self) -> float:
@@ -255,8 +258,7 @@ class SACLagrangian(OffPolicyNetworks):
         if self.pid is None:
             self.lam = lagrange_step(self.lam, qc_estimate, self.qc_threshold, cfg.lambda_lr)
         self.update_target(cfg.polyak)
-        if self.actor_average is not None:
-            _polyak(self.actor_average, self.actor, cfg.actor_average)
+        self.average.follow(self.actor)
         return {
             "loss_q": loss_q,
             "loss_pi": float(loss_pi.detach()),
@@ -271,11 +273,7 @@ class SACLagrangian(OffPolicyNetworks):
             **self.networks_state(),
             "lam": self.lam,
             **({} if self.pid is None else {"pid": self.pid.state_dict()}),
-            **(
-                {}
-                if self.actor_average is None
-                else {"actor_average": self.actor_average.state_dict()}
-            ),
+            **self.average.state_dict(),
             **(
                 {}
                 if self.log_alpha is None
@@ -291,8 +289,8 @@ class SACLagrangian(OffPolicyNetworks):
         self.lam = float(d["lam"])
         if self.pid is not None:
             self.pid.load_state_dict(d["pid"])
-        if self.actor_average is not None:
-            self.actor_average.load_state_dict(d["actor_average"])
+        if self.average.net is not None:  # kept from the start: a resumed run has one
+            self.average.load_state_dict(d, self.actor)
         if self.log_alpha is not None:
             with torch.no_grad():
                 self.log_alpha.copy_(d["log_alpha"])
