@@ -215,7 +215,7 @@ def test_the_actor_average_follows_every_epoch_and_is_the_saved_policy():
         else:
             expected = [0.75 * e + 0.25 * p for e, p in zip(expected, live, strict=True)]
     got = list(learner.saved_actor.parameters())
-    assert learner.saved_actor is learner.actor_average is not learner.actor
+    assert learner.saved_actor is learner.average.net is not learner.actor
     assert not torch.allclose(got[-1], list(learner.actor.parameters())[-1])  # it lags the actor
     for e, g in zip(expected, got, strict=True):
         assert torch.allclose(e, g, atol=1e-7)

@@ -31,7 +31,7 @@ def test_frozen_copies_follow_the_live_normaliser(algo):
     if algo == "cvpo":
         copies.append(("target_actor", learner.target_actor, learner.actor))
     else:
-        copies.append(("actor_average", learner.actor_average, learner.actor))
+        copies.append(("actor_average", learner.average.net, learner.actor))
     g = torch.Generator().manual_seed(0)
     norm.update(3.0 + 2.0 * torch.randn(64, OBS, generator=g))  # the live statistics move
     obs = torch.randn(8, OBS, generator=g)

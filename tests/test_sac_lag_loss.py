@@ -217,7 +217,7 @@ def test_the_actor_average_follows_every_step_and_is_the_saved_policy():
     cfg = SACLagConfig(actor_lr=0.1, actor_average=0.75, multiplier="gradient")
     actor = _actor(0.1, math.log(0.5))
     learner = _learner(cfg, actor)
-    assert learner.saved_actor is learner.actor_average is not actor
+    assert learner.saved_actor is learner.average.net is not actor
     batch = _constant_batch(4, obs=1.0, cost=1.0)
     gen = torch.Generator().manual_seed(3)
     expected = [p.detach().clone() for p in actor.parameters()]
@@ -225,7 +225,7 @@ def test_the_actor_average_follows_every_step_and_is_the_saved_policy():
         learner.update(batch, gen)
         live = actor.parameters()
         expected = [0.75 * e + 0.25 * p.detach() for e, p in zip(expected, live, strict=True)]
-    got = list(learner.actor_average.parameters())
+    got = list(learner.average.net.parameters())
     assert not torch.allclose(got[-1], list(actor.parameters())[-1])  # the actor moved on
     for e, g in zip(expected, got, strict=True):
         assert torch.allclose(e, g, atol=1e-7)
@@ -234,7 +234,7 @@ def test_the_actor_average_follows_every_step_and_is_the_saved_policy():
         _actor(0.0, 0.0), QCritics(1, 1, ()), ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
     )
     resumed.load_state_dict(learner.state_dict())
-    for a, b in zip(resumed.actor_average.parameters(), got, strict=True):
+    for a, b in zip(resumed.average.net.parameters(), got, strict=True):
         assert torch.equal(a, b)
     plain = SACLagConfig(multiplier="gradient")
     last = SACLagrangian(

@@ -177,6 +177,11 @@ class WeightAverage:
         else:
             _polyak(self.net, net, self.rate)
 
+    def saved(self, actor: _Net) -> _Net:
+        """The policy an agent file holds (``saved_actor``): the average if kept, else
+        ``actor``, the last one."""
+        return actor if self.net is None else self.net  # type: ignore[return-value]
+
     def state_dict(self) -> dict:
         """``{"actor_average": weights}`` once there is an average, else empty."""
         return {} if self.net is None else {"actor_average": self.net.state_dict()}
@@ -219,13 +224,8 @@ class OnPolicyNetworks:
         self.average = WeightAverage(cfg.actor_average)  # its first step after epoch 1
 
     @property
-    def actor_average(self) -> GaussianActor | None:
-        return self.average.net
-
-    @property
     def saved_actor(self) -> GaussianActor:
-        """The policy the agent file holds: the weight average if kept, else the last actor."""
-        return self.actor if self.average.net is None else self.average.net
+        return self.average.saved(self.actor)
 
     def follow_actor_average(self) -> None:
         """The epoch's step of the weight average (nothing when ``actor_average`` is 0)."""

@@ -195,13 +195,8 @@ class SACLagrangian(OffPolicyNetworks):
         return self.cfg.alpha if self.log_alpha is None else float(self.log_alpha.detach().exp())
 
     @property
-    def actor_average(self) -> SquashedGaussianActor | None:
-        return self.average.net
-
-    @property
     def saved_actor(self) -> SquashedGaussianActor:
-        """The policy the agent file holds: the weight average if kept, else the last actor."""
-        return self.actor if self.average.net is None else self.average.net
+        return self.average.saved(self.actor)
 
     @property
     def multiplier(self) -> float:
