@@ -198,8 +198,8 @@ class OnPolicyNetworks:
     """What PPO-Lagrangian and FOCOPS share: the Gaussian actor, V_r and V_c, one Adam for the
     actor and one for both critics, the actor's optimiser step, the critics' regression and the
     optional weight average of the actor. A learner built on it adds its actor loss and its
-    multiplier (and the multiplier's state), and calls ``follow_actor_average`` at the end of
-    its update.
+    multiplier (and the multiplier's state), and calls ``self.average.follow(self.actor)`` at
+    the end of its update.
 
     The weight average (``cfg.actor_average`` > 0): after every epoch's update, the first
     epoch's actor, then avg <- rho avg + (1 - rho) actor with rho = ``cfg.actor_average``. It
@@ -226,10 +226,6 @@ class OnPolicyNetworks:
     @property
     def saved_actor(self) -> GaussianActor:
         return self.average.saved(self.actor)
-
-    def follow_actor_average(self) -> None:
-        """The epoch's step of the weight average (nothing when ``actor_average`` is 0)."""
-        self.average.follow(self.actor)
 
     def actor_step(
         self,

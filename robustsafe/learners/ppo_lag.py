@@ -130,7 +130,7 @@ class PPOLagrangian(OnPolicyNetworks):
         critic_loss = self.fit_critics(
             data, cfg.critic_passes, cfg.minibatch_size, cfg.critic_max_grad_norm, generator
         )
-        self.follow_actor_average()
+        self.average.follow(self.actor)  # the weight average's epoch step
         metrics = {
             "lambda": lam,
             "approx_kl": kl,
