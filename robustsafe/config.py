@@ -171,6 +171,10 @@ class SACLagConfig:
     learn_alpha: bool = False
     target_entropy: float | None = None
     alpha_lr: float = 3e-4  # Adam on log alpha (FSRL's)
+    # Floor the bootstrapped cost value at 0 in Q_c's target, y_c = c + gamma max(Q'_c, 0): every
+    # cost is >= 0, so a negative Q_c is the critic's error, which the actor's lambda Q_c term
+    # seeks out. false: the plain target, as the paper's code.
+    floor_cost_targets: bool = False
 
     def __post_init__(self) -> None:
         _positive(self, "actor_lr", "critic_lr", "batch_size", "replay_size", "alpha_lr")
@@ -184,6 +188,10 @@ class SACLagConfig:
             raise ValueError(f"learn_alpha needs alpha > 0 to start from, got {self.alpha}")
         if not isinstance(self.rescale, bool):
             raise ValueError(f"sac.rescale must be true or false, got {self.rescale!r}")
+        if not isinstance(self.floor_cost_targets, bool):
+            raise ValueError(
+                f"sac.floor_cost_targets must be true or false, got {self.floor_cost_targets!r}"
+            )
         if self.multiplier not in ("gradient", "pid"):
             raise ValueError(f"sac.multiplier must be 'gradient' or 'pid', got {self.multiplier!r}")
         if self.alpha < 0 or self.lambda_init < 0 or self.lambda_lr < 0 or self.update_after < 0:

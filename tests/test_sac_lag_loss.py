@@ -52,6 +52,54 @@ def test_q_targets_bootstrap_the_soft_value_unless_done():
     assert torch.allclose(y_c, T([1.8, 1.0]))
 
 
+def test_floored_cost_targets_bootstrap_no_less_than_zero():
+    args = dict(
+        reward=T([1.0, 1.0, 1.0]),
+        cost=T([0.0, 1.0, 1.0]),
+        done=T([0.0, 0.0, 1.0]),
+        q_r_next=T([0.0, 0.0, 0.0]),
+        q_c_next=T([-2.0, 3.0, -4.0]),
+        logp_next=T([0.0, 0.0, 0.0]),
+        discount=0.5,
+        alpha=0.0,
+    )
+    # plain: 0 + 0.5 * -2 = -1, 1 + 0.5 * 3 = 2.5, done: 1
+    assert torch.allclose(q_targets(**args)[1], T([-1.0, 2.5, 1.0]))
+    # floored: the negative bootstrap counts as 0; a positive one and a done row are unchanged
+    y_r, y_c = q_targets(**args, floor_cost=True)
+    assert torch.allclose(y_c, T([0.0, 2.5, 1.0]))
+    assert torch.allclose(y_r, q_targets(**args)[0])  # the reward target is untouched
+
+
+@pytest.mark.parametrize("floor", [False, True])
+def test_the_learner_floors_the_cost_target_when_configured(floor):
+    """``sac.floor_cost_targets`` reaches the critic step: with the target Q_c at -2 (the live
+    one at 0.5) the cost part of the critic loss is mean((0.5 - y_c)^2), y_c = c + 0.9 * -2
+    plainly and y_c = c with the floor."""
+    cfg = SACLagConfig(
+        gamma=0.9, critic_lr=1e-12, actor_lr=1e-12, multiplier="gradient", floor_cost_targets=floor
+    )
+    critics = QCritics(1, 1, ())
+    for head in [*critics.q_reward.heads, *critics.q_cost.heads]:
+        with torch.no_grad():
+            head[0].weight.zero_()
+            head[0].bias.fill_(0.5)
+    learner = SACLagrangian(
+        _actor(0.0, 0.0), critics, ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2
+    )
+    with torch.no_grad():
+        for head in learner.target.q_reward.heads:
+            head[0].bias.fill_(0.0)
+        learner.target.q_cost.heads[0][0].bias.fill_(-2.0)
+    batch = _constant_batch(4, obs=0.0, cost=1.0)
+    batch["reward"] = np.full(4, 0.5, np.float32)  # with alpha 0.001 y_r is about 0.5: no r loss
+    m = learner.update(batch, torch.Generator().manual_seed(0))
+    y_c = 1.0 if floor else 1.0 + 0.9 * -2.0
+    assert m["loss_q"] == pytest.approx((0.5 - y_c) ** 2, abs=1e-3)
+    with pytest.raises(ValueError, match="floor_cost_targets"):
+        SACLagConfig(floor_cost_targets="yes")
+
+
 def test_critic_loss_sums_the_heads_and_the_cost_critic():
     heads = T([[1.0, 2.0], [3.0, 4.0]])  # (heads, batch)
     loss = critic_loss(heads, T([0.0, 1.0]), y_r=T([2.0, 2.0]), y_c=T([1.0, 1.0]))

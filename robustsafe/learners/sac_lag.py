@@ -5,7 +5,7 @@ One gradient step on a replay batch (s, a, r, c, s', d), with a' ~ pi(.|s') and 
 reparameterised, Q_r = min of the two reward heads, primes the polyak-averaged targets:
 
     y_r = r + gamma (1 - d) (min_i Q'_r,i(s', a') - alpha log pi(a'|s'))
-    y_c = c + gamma (1 - d) Q'_c(s', a')
+    y_c = c + gamma (1 - d) Q'_c(s', a')    (max(Q'_c(s', a'), 0) with ``floor_cost_targets``)
     L_Q = sum_i mean (Q_r,i(s, a) - y_r)^2 + mean (Q_c(s, a) - y_c)^2
     L_pi = mean( alpha log pi(a~|s) - Q_r(s, a~) + lambda Q_c(s, a~) ) / (1 + lambda if rescale)
 
@@ -70,12 +70,17 @@ def q_targets(
     logp_next: torch.Tensor,
     discount: float | torch.Tensor,
     alpha: float,
+    floor_cost: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The soft Bellman targets (y_r, y_c); ``q_r_next`` is already the minimum of the heads.
     ``discount``: gamma, or gamma^k per transition for k-step ones (``reward`` / ``cost`` are
-    then their k-step discounted sums and s' the state k steps on)."""
+    then their k-step discounted sums and s' the state k steps on). ``floor_cost``: the
+    bootstrapped Q'_c is taken at no less than 0 (costs are non-negative, so a negative Q'_c is
+    the critic's error, and without the floor it propagates into the targets)."""
     not_done = 1.0 - done
     y_r = reward + discount * not_done * (q_r_next - alpha * logp_next)
+    if floor_cost:
+        q_c_next = q_c_next.clamp(min=0.0)
     y_c = cost + discount * not_done * q_c_next
     return y_r, y_c
 
@@ -122,6 +127,7 @@ def critic_step(
     generator: torch.Generator,
     gamma: float,
     alpha: float,
+    floor_cost: bool = False,
 ) -> float:
     """One gradient step of Q_r (every head) and Q_c on a replay batch, towards the targets of
     ``q_targets`` with a' ~ pi(.|s') of the current actor: soft targets for ``alpha`` > 0, plain
@@ -129,8 +135,8 @@ def critic_step(
     ``steps`` (the env steps each transition spans); a batch without ``steps`` holds one-step
     transitions, as ``ReplayBuffer.add`` without them. a' is taken on the batch's
     ``next_actor_obs`` where it has them (adversarial training,
-    ``robust.critic_update_attack``: what the actor sees of s') and scored at s'. Returns the
-    loss."""
+    ``robust.critic_update_attack``: what the actor sees of s') and scored at s'.
+    ``floor_cost``: ``q_targets``'s. Returns the loss."""
     with torch.no_grad():
         a_next, logp_next = actor.sample(b.get("next_actor_obs", b["next_obs"]), generator)
         if alpha == 0.0:
@@ -144,6 +150,7 @@ def critic_step(
             logp_next,
             gamma ** b["steps"] if "steps" in b else gamma,
             alpha,
+            floor_cost,
         )
     loss = critic_loss(
         critics.q_reward.all_heads(b["obs"], b["act"]),
@@ -227,6 +234,7 @@ class SACLagrangian(OffPolicyNetworks):
             generator,
             cfg.gamma,
             self.alpha,
+            cfg.floor_cost_targets,
         )
 
         seen = b["obs"] if actor_obs is None else actor_obs(b["obs"])
