@@ -501,7 +501,7 @@ def main() -> None:
         type=int,
         default=400_000,
         help="training budget of each run, both sides (default 400,000: FSRL's CarRun "
-        "curves settle by 300k; ours' SAC-Lag fast preset is 150k, CVPO's 400k)",
+        "curves settle by 300k; ours' SAC-Lag fast preset is 300k, CVPO's 400k)",
     )
     p.add_argument(
         "--fsrl-venv",

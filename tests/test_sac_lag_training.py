@@ -290,7 +290,9 @@ def test_pid_multiplier_is_the_default_and_bad_names_are_refused():
 def test_sac_presets_scale_the_attack_schedule_to_their_epochs(env_id):
     ppol = preset(env_id, "fast")
     sac = preset(env_id, "fast", algo="sac-lag")
-    assert (sac.epochs, sac.steps_per_epoch, sac.num_envs) == (375, 400, 2)
+    assert (sac.epochs, sac.steps_per_epoch, sac.num_envs) == (750, 400, 2)
+    assert sac.sac.floor_cost_targets  # the paper preset keeps the plain target
+    assert not preset(env_id, "paper", algo="sac-lag").sac.floor_cost_targets
     r, q = sac.robust, ppol.robust
     assert r.schedule_start / sac.epochs == pytest.approx(q.schedule_start / ppol.epochs, abs=0.02)
     final = epsilon_at(sac.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
