@@ -253,7 +253,7 @@ _FAST_SAC: dict[str, Any] = dict(
     num_envs=2,
     steps_per_epoch=400,
     epochs=750,
-    checkpoint_every=75,
+    checkpoint_every=25,  # 10k steps: the speed comparison's snapshot spacing
     pid=dict(kp=0.05, ki=0.0005, kd=0.1),
     sac=dict(actor_average=0.995, gamma=0.97, floor_cost_targets=True),
 )
