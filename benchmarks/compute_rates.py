@@ -3,7 +3,8 @@
 From the committed runs (Table 1's, ``benchmarks/results/table1/<env>/<mode>/seed*/metrics.csv``
 and ``benchmarks/results/table1da/...`` on the Drone and Ant tasks,
 and the other learners', ``benchmarks/results/table1alg/<env>/<learner>-<mode>/...`` and
-``benchmarks/results/offpolicy_adv/...`` (SAC-Lag's and CVPO's adversarial trainings), the runs
+``benchmarks/results/offpolicy_adv/...`` (SAC-Lag's and CVPO's adversarial trainings) and
+``benchmarks/results/sac_multiplier/table-150k/...`` (the 150k-step SAC-Lag table), the runs
 on the rates' processor only (``RATES_CPU``); preset ``fast``, 20 envs in 2 worker processes, a
 2-core machine): seconds per env step of the
 whole training (wall time over env steps: start-up, checkpoints and updates included) and its
@@ -83,6 +84,9 @@ def main() -> None:
             "benchmarks/results/table1alg",
             "benchmarks/results/table1da",
             "benchmarks/results/offpolicy_adv",
+            # the SAC-Lag table of the 150k-step preset: AMD EPYC runs, where the current
+            # preset's (table1alg) ran on Intel Xeon; a rate is per env step either way
+            "benchmarks/results/sac_multiplier/table-150k",
         ],
     )
     p.add_argument("--calibration", default="benchmarks/results/compute/calibration.json")

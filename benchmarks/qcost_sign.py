@@ -6,7 +6,8 @@ row of ``metrics.csv``) is critic error. For every vanilla run under the given r
 writes its lowest ``q_cost`` after a warm-up, how many epochs ended below zero, and whether the
 evaluated agent met issue 11's vanilla target (natural cost <= 5; reward >= 500 on CarRun,
 >= 350 on CarCircle), then counts the runs that met, split by whether ``q_cost`` ever went
-negative.
+negative. A run committed in two places (a probe's run copied into a table's folder) counts
+once, under the first path in sorted order.
 
     python benchmarks/qcost_sign.py benchmarks/results \
         --out benchmarks/results/sac_multiplier/qcost_sign.md
@@ -90,10 +91,15 @@ def read_run(run: Path, root: Path, warmup: int) -> QCostRun | None:
 
 def collect(roots: list[Path], warmup: int) -> list[QCostRun]:
     runs = []
+    seen: set[tuple[bytes, bytes]] = set()
     for root in roots:
         for metrics in sorted(root.rglob("metrics.csv")):
             row = read_run(metrics.parent, root, warmup)
-            if row is not None:
+            if row is None:
+                continue
+            key = (metrics.read_bytes(), (metrics.parent / "eval.json").read_bytes())
+            if key not in seen:  # a copy of a run already counted
+                seen.add(key)
                 runs.append(row)
     return runs
 

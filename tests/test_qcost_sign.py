@@ -60,3 +60,12 @@ def test_targets_per_task_and_runs_without_q_cost(tmp_path: Path) -> None:
     assert rows == {"circle": False, "circle-ok": True, "run": False}
     text = module.format_markdown(module.collect([tmp_path], warmup=0), 0)
     assert "| sac-lag | no | 3 | 1 |" in text
+
+
+def test_a_copied_run_counts_once(tmp_path: Path) -> None:
+    module = _qcost_sign()
+    _write_run(tmp_path / "probe" / "a", ["1.0", "-0.5"], "SafetyCarRun-v0", 510, 0)
+    _write_run(tmp_path / "table" / "a", ["1.0", "-0.5"], "SafetyCarRun-v0", 510, 0)
+    _write_run(tmp_path / "table" / "b", ["1.0", "-0.4"], "SafetyCarRun-v0", 510, 0)
+    paths = [r.path for r in module.collect([tmp_path], warmup=0)]
+    assert paths == ["probe/a", "table/b"]

@@ -307,7 +307,7 @@ def test_fast_sac_steps_its_pid_after_every_episode_batch_with_fsrls_gains():
     assert (cfg.pid.kp, cfg.pid.ki, cfg.pid.kd) == (0.05, 0.0005, 0.1)
     assert cfg.sac.gamma == 0.97  # FSRL's discount
     assert cfg.checkpoint_every * cfg.steps_per_epoch == 10_000  # a snapshot every 10,000 steps
-    assert cfg.epochs * cfg.steps_per_epoch == 150_000
+    assert cfg.epochs * cfg.steps_per_epoch == 300_000
     ppol = preset("SafetyCarRun-v0", "fast")
     assert (ppol.pid.kp, ppol.pid.ki, ppol.pid.kd) == (0.1, 0.01, 0.001)  # PPOL's untouched
     paper = preset("SafetyCarRun-v0", "paper", algo="sac-lag")

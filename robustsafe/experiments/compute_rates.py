@@ -4,7 +4,8 @@ Written by ``python benchmarks/compute_rates.py`` from the committed runs' metri
 (benchmarks/results/table1,
 benchmarks/results/table1alg,
 benchmarks/results/table1da,
-benchmarks/results/offpolicy_adv;
+benchmarks/results/offpolicy_adv,
+benchmarks/results/sac_multiplier/table-150k;
 preset fast, 2 cores, the runs on AMD EPYC only) and
 benchmarks/results/compute/calibration.json; do not edit.
 """
