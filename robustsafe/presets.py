@@ -248,7 +248,9 @@ _OFF_POLICY: dict[str, dict[str, Any]] = {
 # 750 epochs (300k steps) with Q_c's bootstrapped targets floored at 0 (sac.floor_cost_targets):
 # over the appendix table (4 weights x CarRun / CarCircle x 3 seeds) 22 of 24 final agents met the
 # vanilla targets, against 21 of 24 at 375 epochs (150k steps) with the plain targets
-# (benchmarks/results/sac_multiplier/floor-300k-table).
+# (benchmarks/results/sac_multiplier/floor-300k-table). The speed criterion with the floor, CarRun
+# seeds 0-2: 40k / 20k / 40k steps, against 40k / 50k / 30k without it on the same machine
+# (benchmarks/results/speed_vs_fsrl/sac-floor10k-xeon, sac-nofloor10k-xeon).
 _FAST_SAC: dict[str, Any] = dict(
     num_envs=2,
     steps_per_epoch=400,
