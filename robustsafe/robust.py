@@ -52,10 +52,12 @@ class RobustHooks:
     def epsilon(self, epoch: int) -> float:
         if self.attacker is None:
             return 0.0
-        if self.sa:  # SA-PPOL regularises at the full budget from the start
-            return self.cfg.epsilon
         r = self.cfg
-        return epsilon_at(epoch, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
+        if self.sa:  # SA-PPOL regularises at the full budget from the start
+            return r.training_epsilon
+        return epsilon_at(
+            epoch, r.training_epsilon, r.schedule, r.schedule_start, r.schedule_length
+        )
 
     def rollout_perturbation(self, epoch: int, num_envs: int) -> Perturbation | None:
         """nu for this epoch's rollout: the attacker at the scheduled budget, applied to the
@@ -102,7 +104,8 @@ class RobustHooks:
         """
         if not self.sa or self.cfg.sa_beta == 0.0:
             return None
-        s_adv = self.attacker(self.actor, self.critics, obs, self.cfg.epsilon, self.generator)
+        eps = self.cfg.training_epsilon
+        s_adv = self.attacker(self.actor, self.critics, obs, eps, self.generator)
         beta, form = self.cfg.sa_beta, self.cfg.sa_regularizer
 
         def extra(actor: GaussianActor, idx: torch.Tensor) -> torch.Tensor:

@@ -67,12 +67,13 @@ def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
     evaluation budget (the original CarCircle schedule ends at 91% of it)."""
     r = cfg.robust
     scheduled = r.mode == "random" or r.mode.startswith("adv-")
-    final = epsilon_at(cfg.epochs, r.epsilon, r.schedule, r.schedule_start, r.schedule_length)
-    if scheduled and final < 0.9 * r.epsilon:
+    full = r.training_epsilon
+    final = epsilon_at(cfg.epochs, full, r.schedule, r.schedule_start, r.schedule_length)
+    if scheduled and final < 0.9 * full:
         warnings.warn(
             f"the {r.schedule} epsilon schedule (start {r.schedule_start}, length "
             f"{r.schedule_length}) ends training at epsilon {final:.4g}, "
-            f"{final / r.epsilon:.0%} of the budget {r.epsilon:g}. Set more epochs, or "
+            f"{final / full:.0%} of the budget {full:g}. Set more epochs, or "
             "robust.schedule_start / robust.schedule_length",
             UserWarning,
             stacklevel=3,

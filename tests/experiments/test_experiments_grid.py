@@ -124,6 +124,13 @@ def test_bad_settings_and_envs_fail_before_anything_starts(tmp_path, importable_
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_larger_training_budget_leaves_the_evaluation_at_epsilon(tmp_path, importable_toy):
+    sets = ("--epochs", "1", *TINY, "--set", "robust.train_epsilon=0.08")
+    spec = tiny_spec(tmp_path, 1, modes=("adv-mc",), train_args=sets)
+    (plan,) = plan_grid(spec)
+    assert plan.epsilon == 0.05  # the toy task's budget, not the training's 0.08
+
+
 def test_ray_backend_without_ray_says_how_to_install_it(tmp_path, importable_toy, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     spec = tiny_spec(tmp_path, 1, backend="ray")
