@@ -44,13 +44,7 @@ def test_sa_regularises_at_the_training_budget():
 
 
 def test_a_run_trains_at_it(tmp_path, toy_env_id):
-    cfg = tiny_config(
-        toy_env_id,
-        {"hidden": (8, 8), "actor_passes": 1, "critic_passes": 1, "minibatch_size": 40},
-        epochs=2,
-        steps_per_epoch=40,
-        num_envs=2,
-        robust=RobustConfig(mode="adv-mc", epsilon=0.02, train_epsilon=0.06, schedule="constant"),
-    )
+    robust = RobustConfig(mode="adv-mc", epsilon=0.02, train_epsilon=0.06, schedule="constant")
+    cfg = tiny_config(toy_env_id, epochs=2, robust=robust)
     rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
     assert [float(r["epsilon"]) for r in rows] == pytest.approx([0.06, 0.06])
