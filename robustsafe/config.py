@@ -404,8 +404,8 @@ class RobustConfig:
     # The training attacker's full budget (random / adv rollouts, the off-policy update attacks,
     # SA's regulariser); None: epsilon. epsilon stays the evaluation's budget (the grid evaluates
     # each run at it). A larger one is our option, not the paper's (it trains and evaluates at
-    # one budget): DroneCircle ADV-PPOL trained at 0.0375 was robust at 0.025 on seed 0
-    # (benchmarks/results/recipe/dronecircle-adv-eps0375).
+    # one budget): DroneCircle ADV-PPOL trained at 0.0375 was robust at 0.025 on seed 0, not on
+    # seed 1 (benchmarks/results/recipe/dronecircle-adv-eps0375).
     train_epsilon: float | None = None
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ import pytest
 import torch
 from tiny_config import tiny_config
 
-from robustsafe.agent import build_networks
+from robustsafe.agent import build_networks, load_agent
 from robustsafe.config import RobustConfig, TrainConfig, apply_sets
 from robustsafe.robust import RobustHooks
 from robustsafe.train import train, train_metrics
@@ -43,8 +43,21 @@ def test_sa_regularises_at_the_training_budget():
     assert _hooks(mode="sa-mad", epsilon=0.02).epsilon(1) == 0.02
 
 
-def test_a_run_trains_at_it(tmp_path, toy_env_id):
-    robust = RobustConfig(mode="adv-mc", epsilon=0.02, train_epsilon=0.06, schedule="constant")
-    cfg = tiny_config(toy_env_id, epochs=2, robust=robust)
-    rows = train_metrics(train(cfg, tmp_path / "run", progress=False))
+def _actor(run_dir) -> torch.Tensor:
+    return torch.cat([p.flatten() for p in load_agent(run_dir).actor.state_dict().values()])
+
+
+def test_a_run_trains_at_it_as_one_whose_epsilon_it_is(tmp_path, toy_env_id):
+    # epsilon 0.02 with train_epsilon 0.06 trains bit for bit as epsilon 0.06: only the
+    # evaluation's budget differs (and unlike a run at 0.02)
+    runs = {}
+    for name, eps, train_eps in (("apart", 0.02, 0.06), ("same", 0.06, None), ("low", 0.02, None)):
+        robust = RobustConfig(
+            mode="adv-mc", epsilon=eps, train_epsilon=train_eps, schedule="constant"
+        )
+        cfg = tiny_config(toy_env_id, epochs=2, robust=robust)
+        runs[name] = train(cfg, tmp_path / name, progress=False)
+    rows = train_metrics(runs["apart"])
     assert [float(r["epsilon"]) for r in rows] == pytest.approx([0.06, 0.06])
+    assert torch.equal(_actor(runs["apart"]), _actor(runs["same"]))
+    assert not torch.equal(_actor(runs["apart"]), _actor(runs["low"]))
