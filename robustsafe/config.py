@@ -361,9 +361,10 @@ class RobustConfig:
       sa-mad, sa-mc, sa-mr
                  clean rollouts; the actor loss adds sa_beta times the smoothness term
                  (``sa_regularizer`` below) between pi(.|s), detached, and pi(.|s_adv), s_adv
-                 from MAD / MC / MR at full epsilon, computed once per update over the whole
-                 batch (SA-PPOL).
-    The budget of random and adv modes follows the schedule (``robustsafe.schedule``).
+                 from MAD / MC / MR at the full training budget, computed once per update over
+                 the whole batch (SA-PPOL).
+    The budget of random and adv modes follows the schedule (``robustsafe.schedule``) up to
+    the training budget, ``training_epsilon``.
     ``attacked_fraction`` < 1 attacks only that fraction of the envs in random / adv rollouts
     (the first ones), the others act on clean observations (a mixed rollout); the count is
     ``round(fraction * num_envs)``, at least 1, with Python's rounding of halves to even (0.5 of

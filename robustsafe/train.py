@@ -63,8 +63,8 @@ _MULTIPLIER_NAMES = {"ppol": "lam", "focops": "nu", "sac-lag": "lam", "cvpo": "l
 
 
 def _warn_if_budget_not_reached(cfg: TrainConfig) -> None:
-    """A schedule that is far from the full budget at the last epoch trains below the
-    evaluation budget (the original CarCircle schedule ends at 91% of it)."""
+    """A schedule that is far from the full training budget at the last epoch trains below it
+    (the original CarCircle schedule ends at 91% of it)."""
     r = cfg.robust
     scheduled = r.mode == "random" or r.mode.startswith("adv-")
     full = r.training_epsilon
