@@ -364,7 +364,7 @@ class RobustConfig:
                  from MAD / MC / MR at the full training budget, computed once per update over
                  the whole batch (SA-PPOL).
     The budget of random and adv modes follows the schedule (``robustsafe.schedule``) up to
-    the training budget, ``training_epsilon``.
+    the training budget, ``training_epsilon``, times a per-epoch draw with ``train_epsilon_min``.
     ``attacked_fraction`` < 1 attacks only that fraction of the envs in random / adv rollouts
     (the first ones), the others act on clean observations (a mixed rollout); the count is
     ``round(fraction * num_envs)``, at least 1, with Python's rounding of halves to even (0.5 of
@@ -408,6 +408,12 @@ class RobustConfig:
     # one budget): DroneCircle ADV-PPOL trained at 0.0375 was robust at 0.025 on seed 0, not on
     # seed 1 (benchmarks/results/recipe/dronecircle-adv-eps0375).
     train_epsilon: float | None = None
+    # Random / adv modes: each epoch's training budget is the schedule's times a fraction drawn
+    # uniformly from [train_epsilon_min / training_epsilon, 1] (at the full budget: uniform on
+    # [train_epsilon_min, training_epsilon]), the same for the epoch's rollout and off-policy
+    # update attacks, a function of the seed and the epoch (a resumed run draws what it would
+    # have). None: the schedule's budget. Our option, not the paper's.
+    train_epsilon_min: float | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
@@ -424,6 +430,18 @@ class RobustConfig:
             if value is not None and value > MAX_EPSILON:  # a typo: the paper's are 0.025-0.05
                 raise ValueError(
                     f"{name} must be <= {MAX_EPSILON:g} (observation units), got {value}"
+                )
+        low = self.train_epsilon_min
+        if low is not None:
+            if self.mode.startswith("sa-"):
+                raise ValueError(
+                    "train_epsilon_min applies to the random and adv-* modes; SA-PPOL "
+                    "regularises at the full training budget"
+                )
+            if not 0.0 <= low <= self.training_epsilon:
+                raise ValueError(
+                    f"train_epsilon_min must be in [0, the training budget "
+                    f"{self.training_epsilon:g}], got {low}"
                 )
         if self.schedule_start < 0 or self.schedule_length < 1:
             raise ValueError("schedule_start must be >= 0 and schedule_length >= 1")

@@ -14,7 +14,7 @@ import torch
 from robustsafe.config import TrainConfig
 from robustsafe.nets import GaussianActor
 from robustsafe.rollout import Perturbation
-from robustsafe.schedule import epsilon_at
+from robustsafe.schedule import drawn_fraction, epsilon_at
 
 
 def gaussian_kl(mean_p: torch.Tensor, mean_q: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -37,6 +37,7 @@ class RobustHooks:
         from robustsafe.attacks import make_attacker
 
         self.cfg = cfg.robust
+        self.seed = cfg.seed
         self.actor = actor
         self.critics = critics
         self.generator = generator
@@ -55,9 +56,11 @@ class RobustHooks:
         r = self.cfg
         if self.sa:  # SA-PPOL regularises at the full budget from the start
             return r.training_epsilon
-        return epsilon_at(
-            epoch, r.training_epsilon, r.schedule, r.schedule_start, r.schedule_length
-        )
+        full = r.training_epsilon
+        eps = epsilon_at(epoch, full, r.schedule, r.schedule_start, r.schedule_length)
+        if r.train_epsilon_min is None or full == 0.0:
+            return eps
+        return eps * drawn_fraction(self.seed, epoch, r.train_epsilon_min / full)
 
     def rollout_perturbation(self, epoch: int, num_envs: int) -> Perturbation | None:
         """nu for this epoch's rollout: the attacker at the scheduled budget, applied to the

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 SCHEDULES = ("linear", "exp", "constant")
 
 
@@ -35,3 +37,15 @@ def epsilon_at(epoch: int, epsilon: float, schedule: str, start: int, length: in
     if schedule == "linear":
         return epsilon * min(1.0, progress)
     return epsilon * (1.0 - math.exp(-5.0 * progress))
+
+
+def drawn_fraction(seed: int, epoch: int, low: float) -> float:
+    """One epoch's fraction of the scheduled budget, uniform on [low, 1] (pure: a function of
+    the run's seed and the epoch, apart from every other random stream of the run)."""
+    if not 0.0 <= low <= 1.0:
+        raise ValueError(f"need 0 <= low <= 1, got {low}")
+    u = np.random.default_rng(np.random.SeedSequence([seed, epoch, _BUDGET_STREAM])).random()
+    return low + (1.0 - low) * float(u)
+
+
+_BUDGET_STREAM = 0x45505331  # keeps the draws apart from other streams seeded by (seed, epoch)
