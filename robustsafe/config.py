@@ -412,7 +412,9 @@ class RobustConfig:
     # uniformly from [train_epsilon_min / training_epsilon, 1] (at the full budget: uniform on
     # [train_epsilon_min, training_epsilon]), the same for the epoch's rollout and off-policy
     # update attacks, a function of the seed and the epoch (a resumed run draws what it would
-    # have). None: the schedule's budget. Our option, not the paper's.
+    # have). None: the schedule's budget. Our option, not the paper's: DroneCircle ADV-PPOL on
+    # [0.0125, 0.0375], seed 1, robust in neither row (benchmarks/results/recipe/
+    # dronecircle-adv-range).
     train_epsilon_min: float | None = None
 
     def __post_init__(self) -> None:
