@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 SCHEDULES = ("linear", "exp", "constant")
+_BUDGET_STREAM = 0x45505331  # keeps the budget draws apart from other (seed, epoch) streams
 
 
 def epsilon_at(epoch: int, epsilon: float, schedule: str, start: int, length: int) -> float:
@@ -46,6 +47,3 @@ def drawn_fraction(seed: int, epoch: int, low: float) -> float:
         raise ValueError(f"need 0 <= low <= 1, got {low}")
     u = np.random.default_rng(np.random.SeedSequence([seed, epoch, _BUDGET_STREAM])).random()
     return low + (1.0 - low) * float(u)
-
-
-_BUDGET_STREAM = 0x45505331  # keeps the draws apart from other streams seeded by (seed, epoch)
