@@ -14,7 +14,13 @@ import numpy as np
 
 from robustsafe.config import OFF_POLICY_ALGOS, TrainConfig, from_dict, to_dict
 from robustsafe.critics import QCritics
-from robustsafe.nets import GaussianActor, ObsNormalizer, SquashedGaussianActor, ValueCritic
+from robustsafe.nets import (
+    GaussianActor,
+    ObsNormalizer,
+    SquashedGaussianActor,
+    ValueCritic,
+    all_finite,
+)
 from robustsafe.runstate import (
     first_line,
     load_error_reason,
@@ -163,4 +169,7 @@ def load_agent(path: str | Path) -> Agent:
         raise ValueError(
             f"{path}: damaged agent, or its networks do not match its config ({first_line(err)})"
         ) from None
+    for name, net in (("actor", actor), ("critics", critics)):
+        if not all_finite(net):
+            raise ValueError(f"{path}: the agent's {name} hold non-finite weights (NaN / inf)")
     return Agent(cfg, actor, v_r, v_c, critics, norm, epoch).eval()

@@ -9,6 +9,7 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -57,6 +58,9 @@ class PPOLagConfig:
             )
         if not 0.0 <= self.actor_average < 1.0:
             raise ValueError(f"ppo.actor_average must be in [0, 1), got {self.actor_average}")
+        # exp(log std) must stay a usable float32 standard deviation (e^-20 to e^5 ~ 148)
+        if not -20.0 <= self.init_log_std <= 5.0:
+            raise ValueError(f"ppo.init_log_std must be in [-20, 5], got {self.init_log_std}")
 
 
 @dataclass(frozen=True)
@@ -304,6 +308,28 @@ def check_algo(algo: str) -> None:
                 "sac-lag:ALPHA is the grid's --algos form)"
             )
         raise ValueError(f"unknown learner (--algo) {algo!r}; accepted: {', '.join(ALGOS)}" + hint)
+
+
+def spelling_key(entry: str) -> str:
+    """``NAME:NUMBER`` with its number in one spelling (``mix:.5`` and ``mix:0.50`` ->
+    ``mix:0.5``; ``sac-lag:1`` and ``sac-lag:1.0`` -> ``sac-lag:1.0``); other entries as they
+    are. Two entries of a list (learners, modes, attackers) name the same thing iff their keys
+    match."""
+    name, sep, value = entry.partition(":")
+    if sep:
+        try:
+            return f"{name}:{float(value)!r}"
+        except ValueError:
+            pass
+    return entry
+
+
+def unique_entries(entries: Sequence[str]) -> list[str]:
+    """``entries`` in order, each thing named once (the first spelling kept; ``spelling_key``)."""
+    kept: dict[str, str] = {}
+    for entry in entries:
+        kept.setdefault(spelling_key(entry), entry)
+    return list(kept.values())
 
 
 def split_algo(entry: str) -> tuple[str, tuple[str, ...]]:

@@ -34,6 +34,7 @@ import torch
 
 from robustsafe.agent import Agent
 from robustsafe.attacks.rng import RowGenerators, episode_generator
+from robustsafe.config import unique_entries
 from robustsafe.envs import VectorEnv, episode_seed
 from robustsafe.runstate import write_bytes_atomic
 
@@ -237,7 +238,7 @@ def evaluate_agent(
     """
     from robustsafe.attacks import amad_threshold, make_attacker
 
-    names = list(dict.fromkeys(attacks))
+    names = unique_entries(attacks)  # an attacker named twice runs once
     attackers = {n: make_attacker(n) for n in names if n not in ("none", "amad")}  # name check
     if attack_space not in ("raw", "normalized"):
         raise ValueError(f"attack_space must be 'raw' or 'normalized', got {attack_space!r}")

@@ -61,6 +61,11 @@ def _prepare(normalizer: ObsNormalizer | None, obs: torch.Tensor) -> torch.Tenso
     return obs if normalizer is None else normalizer(obs)
 
 
+def all_finite(module: nn.Module) -> bool:
+    """Whether every parameter of ``module`` is finite (no NaN, no inf)."""
+    return all(bool(torch.isfinite(p).all()) for p in module.parameters())
+
+
 def mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:
     """A ReLU multilayer perceptron with a linear output layer."""
     layers: list[nn.Module] = []

@@ -443,6 +443,13 @@ def check_metrics(path: Path, done: int, force: bool) -> None:
             "move it away to resume"
         ) from None
     kept = [e for e in epochs if e <= done]  # rows after the last checkpoint are dropped
+    later = len(epochs) - len(kept)
+    if later > 1 and not force:  # a stopped run writes one row, at most, past its state
+        raise ValueError(
+            f"{path} holds {later} epochs past the training state's {done}: its state.pt is "
+            "older than its history, and resuming would delete those rows. Restore the run's "
+            f"state.pt, or pass --force to resume from epoch {done} all the same"
+        )
     if kept != list(range(1, done + 1)) and not force:
         raise ValueError(
             f"{path} does not hold one row for each of epochs 1-{done} of the training state "

@@ -30,6 +30,7 @@ from robustsafe.config import OFF_POLICY_ALGOS, TrainConfig, to_dict
 from robustsafe.critics import CriticTrainer, QCritics
 from robustsafe.envs import BULLET_IDS, VectorEnv
 from robustsafe.learners import OffPolicyLearner, OnPolicyLearner, make_learner
+from robustsafe.nets import all_finite
 from robustsafe.provenance import record_start
 from robustsafe.robust import RobustHooks, gaussian_kl
 from robustsafe.rollout import Collector, CollectResult, Perturbation, join_results
@@ -38,6 +39,7 @@ from robustsafe.rundir import (
     MetricsCSV,
     check_fresh,
     check_resumable,
+    flat_settings,
     load_run_config,
     remove_run_files,
     resume_config,
@@ -149,9 +151,11 @@ class _Resumable:
     collector: Collector
     generator: torch.Generator
     np_rng: np.random.Generator
+    settings: dict[str, Any]  # the run's settings but its length: whose state this is
 
     def state_dict(self, epoch: int, env_steps: int, elapsed: float) -> dict[str, Any]:
         return {
+            "settings": self.settings,
             "epoch": epoch,
             "env_steps": env_steps,
             "elapsed": elapsed,
@@ -169,6 +173,19 @@ class _Resumable:
     def load(self, state_path: Path) -> tuple[int, int, float]:
         """Restore from ``state_path``; returns (epoch, env steps, elapsed seconds)."""
         state = load_state(state_path)
+        saved = state.get("settings") if isinstance(state, dict) else None
+        # (older state files hold no settings; a setting only one side knows, from another
+        # version of RobustSafe, is not compared)
+        differ = [
+            k
+            for k, v in (saved.items() if isinstance(saved, dict) else ())
+            if k in self.settings and v != self.settings[k]
+        ]
+        if differ:
+            raise StateFileError(
+                f"{state_path} is the training state of another run ({', '.join(differ[:3])} "
+                "differ from the run's config.yaml); restore this run's state.pt"
+            )
         try:  # a state from another run (other sizes) or with missing parts
             self.learner.load_state_dict(state["learner"])
             self.critics.load_state_dict(state["critics"])
@@ -221,7 +238,8 @@ def _train(
         )
         hooks = RobustHooks(cfg, actor, critics, generator)
         collector = Collector(vec, cfg.seed, cfg.survival_bonus)
-        parts = _Resumable(learner, critics, critic_trainer, collector, generator, np_rng)
+        settings = {k: v for k, v in flat_settings(cfg).items() if k != "epochs"}
+        parts = _Resumable(learner, critics, critic_trainer, collector, generator, np_rng, settings)
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0
         metrics: dict[str, float]
@@ -255,6 +273,7 @@ def _train(
             if off_policy:
                 result, metrics, t_upd = _off_policy_epoch(
                     cfg,
+                    epoch,
                     learner,
                     collector,
                     perturb,
@@ -289,11 +308,13 @@ def _train(
                 extra = hooks.sa_regularizer(torch.from_numpy(ro.obs.reshape(ro.size, -1)))
                 t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
                 metrics = learner.update(ro, mean_cost, generator, extra)  # type: ignore[call-arg]
+                check_finite(epoch, learner)  # before the critics' update samples its actions
                 assert critic_trainer is not None
                 critic_trainer.add_rollout(ro)
                 metrics.update(critic_trainer.update(actor, np_rng))
             if norm is not None:  # new statistics from the next rollout on (logp stays valid)
                 norm.update(torch.from_numpy(ro.true_obs))
+            check_finite(epoch, learner, critics)  # before any of the epoch's files
             t_end = time.perf_counter()
 
             # ---- the epoch's files
@@ -358,6 +379,7 @@ def _train(
 
 def _off_policy_epoch(
     cfg: TrainConfig,
+    epoch: int,
     learner: OffPolicyLearner,
     collector: Collector,
     perturb: Perturbation | None,
@@ -366,7 +388,7 @@ def _off_policy_epoch(
     generator: torch.Generator,
     np_rng: np.random.Generator,
 ) -> tuple[CollectResult, dict[str, float], float]:
-    """One off-policy epoch (``learners.base``): ``rollout_length`` steps per env, collected
+    """Off-policy epoch ``epoch`` (``learners.base``): ``rollout_length`` steps per env, collected
     ``steps_per_collect`` at a time with the current stochastic policy acting on nu(s); after
     each chunk its transitions (true observations) go into the replay, then ``updates_per_step``
     gradient steps per transition, the actor's loss seeing ``actor_obs`` of each batch and the
@@ -399,6 +421,7 @@ def _off_policy_epoch(
                     next_obs = torch.as_tensor(batch["next_obs"])
                     batch["next_actor_obs"] = next_view(next_obs).detach().numpy()
                 m = learner.update(batch, generator, actor_obs)
+                check_finite(epoch, learner, nets=("actor",))  # the next step samples from it
                 for k, v in m.items():
                     sums[k] = sums.get(k, 0.0) + v
                 steps += 1
@@ -407,6 +430,33 @@ def _off_policy_epoch(
     # "lambda" here keeps the metrics.csv column order; the caller updates it after end_epoch
     metrics.update({"lambda": learner.multiplier, "gradient_steps": float(steps)})
     return join_results(parts), metrics, t_update
+
+
+class TrainingDivergedError(ValueError):
+    """An update left a network or the multiplier non-finite (NaN / inf)."""
+
+
+def check_finite(
+    epoch: int,
+    learner: OnPolicyLearner | OffPolicyLearner,
+    critics: QCritics | None = None,
+    nets: tuple[str, ...] = ("actor", "saved_actor", "v_reward", "v_cost"),
+) -> None:
+    """Raise TrainingDivergedError, naming what diverged, if a learner's network in ``nets``
+    (attribute names; absent or None ones are skipped), ``critics`` or the multiplier is not
+    finite. Checked before an epoch's files are written, so a diverged update saves nothing:
+    the run directory keeps the last finite epoch."""
+    modules = {name: getattr(learner, name, None) for name in nets}
+    modules["attackers' Q critics"] = critics
+    bad = [name for name, net in modules.items() if net is not None and not all_finite(net)]
+    if not np.isfinite(learner.multiplier):
+        bad.append("multiplier")
+    if bad:
+        raise TrainingDivergedError(
+            f"training diverged in epoch {epoch} (non-finite {', '.join(bad)}); the run's files "
+            f"stay at epoch {epoch - 1}: start a new run with lower learning rates or a smaller "
+            "reward scale"
+        )
 
 
 def _save_agents(

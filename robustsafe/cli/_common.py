@@ -104,11 +104,27 @@ def check_eval_outputs(out: Path, force: bool, eps_text: str) -> None:
             _check_output(sweep, force, "eval.json")
 
 
+# What a training writes and no other command may replace (the agent file aside: fit-critics
+# --force may rewrite it with new critics).
+_TRAINING_FILES = (
+    "config.yaml",
+    "metrics.csv",
+    "state.pt",
+    "status.json",
+    "provenance.json",
+    "timings.json",
+)
+
+
 def _check_output(path: Path, force: bool, example: str) -> None:
     """Refuse, before any work, an output file that cannot be written or would replace one;
     ``example`` is a file name the command would write (named when ``path`` is a directory)."""
     if path.is_dir():
         raise CLIError(f"--out {path} is a directory; give a file name, e.g. {path / example}")
+    if path.name in _TRAINING_FILES and (path.parent / "config.yaml").is_file():
+        raise CLIError(  # even with --force: a run's history and state are not outputs
+            f"--out {path} is the {path.name} of the run in {path.parent}; choose another --out"
+        )
     if path.exists() and not force:
         raise CLIError(f"{path} already exists; pass --force to replace it, or another --out")
     blocking = _file_in_the_way(path.parents)
@@ -145,11 +161,15 @@ _DERIVED_CSV_HEAD = b"env,method,"
 _REPORT_HEAD = b"<title>RobustSafe report"
 
 
-def _check_derived_output(path: Path, suffixes: tuple[str, ...], force: bool = False) -> None:
+def _check_derived_output(
+    path: Path, suffixes: tuple[str, ...], force: bool = False, header: Sequence[str] = ()
+) -> None:
     """Refuse, before any work, a derived output (table, figure, page: rebuilt in place) that
     would replace measured data or trained state: an existing file with a suffix other than
     ``suffixes`` (the command's own), or a run directory's ``metrics.csv``; or a path under a
-    file. Without ``force``, also an existing CSV or HTML page that is not one of ours."""
+    file. Without ``force``, also an existing CSV or HTML page that is not one of ours: a CSV
+    whose first line is not ``header`` (the command's own columns), or, without ``header``,
+    that is not a derived CSV of robustsafe's."""
     blocking = _file_in_the_way(path.parents)
     if blocking is not None:
         raise CLIError(f"--out: {blocking} is a file, not a directory, so {path} cannot be written")
@@ -163,15 +183,21 @@ def _check_derived_output(path: Path, suffixes: tuple[str, ...], force: bool = F
             "(measured data or another file); choose another --out"
         )
     head = _file_head(path)
-    ours = (
-        head.startswith(_DERIVED_CSV_HEAD)
-        if path.suffix.lower() == ".csv"
-        else _REPORT_HEAD in head
-    )
+    if path.suffix.lower() != ".csv":
+        ours = _REPORT_HEAD in head
+    elif header:
+        ours = head.split(b"\n", 1)[0].rstrip(b"\r") == ",".join(header).encode()
+    else:
+        ours = head.startswith(_DERIVED_CSV_HEAD)
     if not (force or ours):
+        whose = (
+            "another command's output"
+            if path.suffix.lower() == ".csv" and head.startswith(_DERIVED_CSV_HEAD)
+            else "which robustsafe did not write"
+        )
         raise CLIError(
-            f"--out would replace {path}, which robustsafe did not write; choose another --out, "
-            "or pass --force to replace it"
+            f"--out would replace {path}, {whose}; choose another --out, or pass --force to "
+            "replace it"
         )
 
 
@@ -184,19 +210,23 @@ def _file_head(path: Path) -> bytes:
 
 
 def check_derived_prefix(
-    prefix: Path, force: bool = False, others: tuple[str, ...] = (), side_files: bool = False
+    prefix: Path,
+    force: bool = False,
+    others: tuple[str, ...] = (),
+    side_files: bool = False,
+    header: Sequence[str] = (),
 ) -> Path:
     """``prefix`` of a command's derived files (PREFIX.csv and PREFIX + each of ``others``;
     ``side_files``: PREFIX-*.csv/.md/.tex/.png/.pdf too), refused before any work if it names no
     file (``.``, ``..``, ``/``) or its CSV would replace measured data; without ``force``, also
-    if PREFIX.csv is not one of ours, or, where there is none, another of those files exists
-    (every command writes the CSV with the others)."""
+    if PREFIX.csv is not one of ours (``header``: the command's CSV columns), or, where there
+    is none, another of those files exists (every command writes the CSV with the others)."""
     if prefix.name in ("", ".", ".."):
         raise CLIError(
             f"--out {prefix} names a folder; give a file prefix, e.g. {prefix / 'table'}"
         )
     csv = prefix.with_name(prefix.name + ".csv")
-    _check_derived_output(csv, (".csv",), force)
+    _check_derived_output(csv, (".csv",), force, header)
     if force or csv.exists():
         return prefix
     candidates = [prefix.with_name(prefix.name + suffix) for suffix in others]

@@ -74,6 +74,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         epsilons = parse_epsilons(args.eps)
         check_epsilon_budget(epsilons, args.allow_large_eps)
+        if max(epsilons) <= 0 and any(a != "none" for a in attacks):
+            raise ValueError(
+                f"--eps {args.eps}: a budget of 0 leaves every observation as it is, so no "
+                "attack would run; give a budget > 0, or --attacks none"
+            )
         from robustsafe.attacks import make_attacker
 
         for name in attacks:  # check every name before any episode runs

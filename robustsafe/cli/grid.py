@@ -179,7 +179,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.appendix import write_appendix
     from robustsafe.experiments.runs_table import write_runs_tables
     from robustsafe.experiments.table import collect_table
-    from robustsafe.experiments.table_format import format_markdown, write_tables
+    from robustsafe.experiments.table_format import CSV_FIELDS, format_markdown, write_tables
 
     runs = Path(args.runs_dir)
     prefix = check_derived_prefix(
@@ -187,6 +187,7 @@ def cmd_table(args: argparse.Namespace) -> int:
         args.force,
         others=(".md", ".tex"),
         side_files=True,  # PREFIX-costs.md, PREFIX-runs.csv, PREFIX-appendix.tex, ...
+        header=CSV_FIELDS,  # (another command's CSV is not a table to rebuild)
     )
     try:
         table = collect_table(runs, average=args.average)

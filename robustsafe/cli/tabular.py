@@ -6,7 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
-from robustsafe.cli._common import CLIError, check_out_dir
+from robustsafe.cli._common import CLIError, check_derived_prefix, check_out_dir
 
 
 def cmd_tabular_demo(args: argparse.Namespace) -> int:
@@ -19,6 +19,7 @@ def cmd_tabular_demo(args: argparse.Namespace) -> int:
 
 def cmd_tabular_definitions(args: argparse.Namespace) -> int:
     from robustsafe.tabular.metric_plane import (
+        CSV_FIELDS,
         FIGURE_STEM,
         compute_metric_plane,
         format_metric_plane,
@@ -28,8 +29,12 @@ def cmd_tabular_definitions(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.eps) and args.eps > 0):
         raise CLIError(f"--eps must be a finite number > 0, got {args.eps}")
     check_out_dir(args.out)
+    # our own earlier files are rebuilt; a definitions.csv of someone else's needs --force
+    prefix = check_derived_prefix(
+        Path(args.out) / FIGURE_STEM, args.force, others=(".png", ".pdf"), header=CSV_FIELDS
+    )
     plane = compute_metric_plane(epsilon=args.eps)
-    paths = save_metric_plane(plane, Path(args.out) / FIGURE_STEM)
+    paths = save_metric_plane(plane, prefix)
     print(format_metric_plane(plane))
     print("written: " + ", ".join(str(p) for p in paths))
     return 0
@@ -48,4 +53,9 @@ def add_tabular(sub: argparse._SubParsersAction) -> None:
     )
     defs.add_argument("--out", default="runs/tabular", help="folder for definitions.{png,pdf,csv}")
     defs.add_argument("--eps", type=float, default=1.0, help="perturbation radius (grid cells)")
+    defs.add_argument(
+        "--force",
+        action="store_true",
+        help="replace definitions.{csv,png,pdf} in --out that robustsafe did not write",
+    )
     defs.set_defaults(func=cmd_tabular_definitions)

@@ -15,7 +15,8 @@ of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.p
   shared the machine with up to 6 jobs);
 - the attack part of random / ADV training is multiplied by the share of env steps attacked
   (attacked envs x epochs after the schedule's start, under the preset priced) over the
-  source runs' share under fast (CarCircle 0.25; ``paper`` attacks every env from epoch 52 of 100: 0.48);
+  source runs' share under fast (CarCircle 0.25; ``paper`` attacks every env from epoch 52
+  of 100: 0.48);
 - a task measured in vanilla training but not in the mode takes its own vanilla rates plus
   what the mode adds per step on another task (each part: the mode's minus that task's
   vanilla's, at least 0; the wall time grows by their sum): for random / ADV training the

@@ -31,6 +31,7 @@ from .optimum import constrained_optimum, minimum_cost, unconstrained_optimum
 from .perturbation import perturbation_sets
 
 FIGURE_STEM = "definitions"
+CSV_FIELDS = ("kind", "label", "reward_return", "cost_return")  # the first line of its CSV
 ATTACKS = (("max_cost", "MC"), ("max_reward", "MR"), ("min_reward", "min-reward"))
 
 
@@ -261,7 +262,7 @@ def save_metric_plane(plane: MetricPlane, prefix: str | pathlib.Path) -> list[pa
     )
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(("kind", "label", "reward_return", "cost_return"))
+    writer.writerow(CSV_FIELDS)
     writer.writerows(_rows(plane))
     return save_figure(fig, pathlib.Path(prefix), buf.getvalue())
 

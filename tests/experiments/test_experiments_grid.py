@@ -90,6 +90,9 @@ def test_spec_validation(tmp_path):
         (dict(seeds="0,x"), "integers"),
         (dict(seeds=(True,)), "integers"),
         (dict(seeds=(0, 0)), "more than once"),
+        (dict(modes=("adv-mix:0.5", "adv-mix:.5")), "adv-mix:.5 / adv-mix:0.5: the same entry"),
+        (dict(algos=("sac-lag:1", "sac-lag:1.0")), "sac-lag:1 / sac-lag:1.0: the same entry"),
+        (dict(attacks=("none", "mix:0.50", "mix:0.5")), "the same entry"),
         (dict(seeds=()), "must not be empty"),
         (dict(preset="slow"), "unknown preset"),
         (dict(workers=0), "workers"),
@@ -107,6 +110,8 @@ def test_spec_validation(tmp_path):
         args.update(kwargs)
         with pytest.raises(ValueError, match=message):
             GridSpec(**args)
+    two = GridSpec(envs=("A-v0",), out=tmp_path, modes=("adv-mix:0.5", "adv-mix:0.7"))
+    assert two.modes == ("adv-mix:0.5", "adv-mix:0.7")  # two weights are two modes
     a = parse_train_args(["--epochs", "3", "--set", "a=1", "--set=b=2", "--obs-norm"])
     assert (a.epochs, a.sets, a.obs_norm) == (3, ("a=1", "b=2"), True)
 

@@ -247,3 +247,44 @@ def test_an_out_that_names_no_file_or_lies_under_a_file(cli_run, tmp_path, capsy
         err = capsys.readouterr().err  # argparse's usage, then its one-line error
         assert stop.value.code == 2 and "Traceback" not in err, argv
         assert err.strip().splitlines()[-1].startswith("python -m robustsafe.tabular: error: ")
+
+
+def test_table_does_not_replace_another_commands_csv(cli_run, tmp_path, capsys):
+    """Every derived CSV starts with env,method; table rebuilds only its own (its columns)."""
+    curves = tmp_path / "curves"
+    assert main(["plot", "curves", str(cli_run), "--out", str(curves)]) == 0
+    text = (tmp_path / "curves.csv").read_text()
+    capsys.readouterr()
+    assert main(["table", str(cli_run.parent), "--out", str(curves)]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "another command's output" in err and "--force" in err
+    assert (tmp_path / "curves.csv").read_text() == text
+
+
+def test_tabular_definitions_rebuilds_its_own_files_only(tmp_path, capsys):
+    out = tmp_path / "tab"
+    definitions = ["tabular", "definitions", "--out", str(out)]
+    for _ in range(2):  # its own files: rebuilt in place
+        assert main(definitions) == 0
+    mine = out / "definitions.csv"
+    mine.write_text("my,data\n")
+    capsys.readouterr()
+    assert main(definitions) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "robustsafe did not write" in err
+    assert mine.read_text() == "my,data\n"
+    assert main([*definitions, "--force"]) == 0
+    assert mine.read_text().startswith("kind,label,reward_return,cost_return\n")
+
+
+def test_no_out_replaces_a_runs_training_files_even_with_force(cli_run, tmp_path, capsys):
+    before = _snapshot(cli_run)
+    for name, argv in (
+        ("config.yaml", ["fit-critics", "--run", str(cli_run), *FIT]),
+        ("metrics.csv", ["evaluate", "--run", str(cli_run), *EVAL]),
+        ("state.pt", ["evaluate", "--run", str(cli_run), *EVAL]),
+    ):
+        assert main([*argv, "--out", str(cli_run / name), "--force"]) == 2, name
+        err = capsys.readouterr().err
+        assert one_line_error(err) and f"is the {name} of the run" in err, err
+    assert _snapshot(cli_run) == before

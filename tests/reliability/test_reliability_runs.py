@@ -18,6 +18,7 @@ from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.config import TrainConfig
 from robustsafe.rundir import read_timings, record_timing, with_settings_of_its_time
+from robustsafe.runstate import load_state, save_state
 from robustsafe.train import load_run_config, run_status, train
 
 
@@ -406,3 +407,50 @@ def test_a_ppol_file_from_before_the_regulariser_setting_ran_sa_ppol_with_the_kl
     data["robust"]["sa_regularizer"] = "mse"
     (run / "config.yaml").write_text(yaml.safe_dump(data))
     assert load_run_config(run).robust.sa_regularizer == "mse"
+
+
+def test_resume_refuses_the_state_of_another_run(cli_run, tmp_path, capsys):
+    """A state.pt copied from another run (here: another seed) is refused in one line before
+    anything is written; the run's own state resumes as before."""
+    other = tmp_path / "other"
+    assert cli_train(other, "--epochs", "1", "--seed", "1") == 0
+    own = (cli_run / "state.pt").read_bytes()
+    metrics = (cli_run / "metrics.csv").read_text()
+    shutil.copy(other / "state.pt", cli_run / "state.pt")
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "another run" in err and "seed" in err, err
+    assert (cli_run / "metrics.csv").read_text() == metrics
+    (cli_run / "state.pt").write_bytes(own)
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 0
+    assert _epochs(cli_run) == [1, 2, 3]
+
+
+def test_resume_refuses_a_state_older_than_the_history_unless_forced(cli_run, capsys):
+    """A stopped run leaves at most one metrics row past its state; more means the state.pt is
+    not the run's last, and resuming would delete rows: refused unless --force."""
+    assert cli_train(cli_run, "--epochs", "1", "--force") == 0
+    old = (cli_run / "state.pt").read_bytes()  # epoch 1's
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 0
+    (cli_run / "state.pt").write_bytes(old)
+    capsys.readouterr()
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "4"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "2 epochs past" in err and "--force" in err, err
+    assert _epochs(cli_run) == [1, 2, 3]
+    # one row past the state is what a kill leaves: resumed without --force
+    metrics = cli_run / "metrics.csv"
+    header, first, second, _third = metrics.read_text().splitlines(keepends=True)
+    metrics.write_text(header + first + second)
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 0
+    assert _epochs(cli_run) == [1, 2, 3]
+
+
+def test_a_state_saved_without_its_settings_still_resumes(cli_run):
+    """State files written before they named their run's settings resume as before."""
+    path = cli_run / "state.pt"
+    state = load_state(path)
+    assert state.pop("settings")["seed"] == 0
+    save_state(path, state)
+    assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 0
+    assert _epochs(cli_run) == [1, 2, 3]

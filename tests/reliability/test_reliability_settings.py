@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 from conftest import TOY, cli_train, one_line_error
 
+from robustsafe.cli import main
+from robustsafe.config import spelling_key, unique_entries
 from robustsafe.presets import resolve
 
 
@@ -32,6 +36,7 @@ def test_the_readme_set_example_trains(tmp_path):
         ("epochs=2.5", ["epochs", "integer"]),
         ("num_envs=true", ["num_envs", "integer"]),
         ("robust.epsilon=1e9", ["epsilon", "<= 1"]),
+        ("ppo.init_log_std=1e5", ["ppo.init_log_std", "[-20, 5]"]),
     ],
 )
 def test_bad_settings_name_the_key_and_the_type(tmp_path, capsys, item, words):
@@ -39,3 +44,24 @@ def test_bad_settings_name_the_key_and_the_type(tmp_path, capsys, item, words):
     err = capsys.readouterr().err
     assert one_line_error(err) and all(w in err for w in words), err
     assert not (tmp_path / "run").exists()
+
+
+def test_an_attack_at_budget_zero_is_refused(cli_run, capsys):
+    """eps 0 leaves the observations as they are: the 'attacked' row would be the natural one."""
+    args = ["evaluate", "--run", str(cli_run), "--attacks", "none,mad", "--eps", "0"]
+    assert main([*args, "--episodes", "2", "--env-workers", "0", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "budget of 0" in err, err
+
+
+def test_one_thing_spelled_two_ways_is_one_entry(cli_run, tmp_path):
+    assert spelling_key("mix:.5") == spelling_key("mix:0.50") == "mix:0.5"
+    assert spelling_key("sac-lag:1") == spelling_key("sac-lag:1.0") == "sac-lag:1.0"
+    assert spelling_key("mix:0.5") != spelling_key("mix:0.7")
+    assert spelling_key("my_pkg.envs:Walker-v0") == "my_pkg.envs:Walker-v0"
+    assert unique_entries(["none", "mix:0.5", "mad", "mix:.5", "mad"]) == ["none", "mix:0.5", "mad"]
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "--run", str(cli_run), "--attacks", "none,mix:0.5,mix:.5", "--eps", "0.1"]
+    args += ["--episodes", "2", "--env-workers", "0", "--no-progress", "--out", str(out)]
+    assert main(args) == 0
+    assert [r["attack"] for r in json.loads(out.read_text())["results"]] == ["none", "mix:0.5"]

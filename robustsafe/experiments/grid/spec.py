@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from robustsafe.config import TrainConfig, check_mode, split_algo
+from robustsafe.config import TrainConfig, check_mode, spelling_key, split_algo
 from robustsafe.presets import PRESETS, resolve
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
@@ -54,9 +54,10 @@ def _as_tuple(value: Any, name: str, item_type: type) -> tuple:
             items[k] = int(v)
         if item_type is str and (not isinstance(v, str) or not v.strip()):
             raise ValueError(f"{name} must be non-empty strings, got {v!r}")
-    dupes = sorted({str(v) for v in items if items.count(v) > 1})
-    if dupes:
-        raise ValueError(f"{name} lists {', '.join(dupes)} more than once")
+    keys = [spelling_key(v) if isinstance(v, str) else v for v in items]
+    dupes = sorted({str(v) for v, k in zip(items, keys, strict=True) if keys.count(k) > 1})
+    if dupes:  # (mix:0.5 and mix:.5 name one thing)
+        raise ValueError(f"{name} lists {' / '.join(dupes)}: the same entry more than once")
     return tuple(items)
 
 
