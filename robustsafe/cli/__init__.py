@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except CLIError as err:
-        print(f"robustsafe {args.command}: error: {err}", file=sys.stderr)
+        lines = str(err).strip().splitlines() or [""]
+        more = " [...]" if len(lines) > 1 else ""  # one line, whatever raised it (torch's dumps)
+        print(f"robustsafe {args.command}: error: {lines[0]}{more}", file=sys.stderr)
         return 2
     except OSError as err:  # the machine's fault (disk full, permissions): one line, no trace
         where = f": {err.filename}" if err.filename else ""

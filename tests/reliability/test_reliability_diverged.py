@@ -79,3 +79,16 @@ def test_an_agent_with_non_finite_weights_is_a_one_line_error(cli_run, tmp_path,
     assert main([*args, "--num-envs", "2", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert one_line_error(err) and "actor hold non-finite weights" in err, err
+
+
+def test_a_multi_line_error_from_inside_is_shown_as_one_line(tmp_path, capsys, monkeypatch):
+    """torch's argument errors print whole tensors; the command shows their first line."""
+    import robustsafe.train
+
+    def fails(*args, **kwargs):
+        raise ValueError("Expected parameter loc of distribution Normal\ntensor([[nan],\n[nan]])")
+
+    monkeypatch.setattr(robustsafe.train, "train", fails)
+    assert cli_train(tmp_path / "run", "--epochs", "1") == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "Normal [...]" in err and "nan" not in err, err
