@@ -87,6 +87,8 @@ def _read_yaml(path: Path) -> Any:
         raise ValueError(f"{path}: not valid YAML{line}") from None
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: {err}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not a settings file (nested too deeply)") from None
 
 
 def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from robustsafe.cli._common import (
@@ -16,6 +17,7 @@ from robustsafe.cli._common import (
     run_agent_env,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
+from robustsafe.runstate import RunLockedError, check_unlocked, run_lock
 
 
 def cmd_fit_critics(args: argparse.Namespace) -> int:
@@ -43,6 +45,13 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
         )
     out = Path(args.out) if args.out else src
     _check_output(out, args.force, "agent-critics.pt")
+    # an agent written into a run directory: not while a training writes there
+    run_dir = out.parent if (out.parent / "config.yaml").is_file() else None
+    if run_dir is not None:
+        try:
+            check_unlocked(run_dir)
+        except RunLockedError as err:
+            raise CLIError(str(err)) from None
     env_id = run_agent_env(args, agent, "its attackers' critics would be fitted on")
     vec = _open_vec_env(args, env_id, args.num_envs, agent.config.env_kwargs)
     try:
@@ -61,18 +70,14 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
         raise CLIError(str(err)) from None
     finally:
         vec.close()
-    _write_or_keep(
-        out,
-        lambda path: save_agent(
-            path,
-            agent.config,
-            agent.actor,
-            agent.v_reward,
-            agent.v_cost,
-            agent.critics,
-            agent.epoch,
-        ),
-    )
+    nets = (agent.actor, agent.v_reward, agent.v_cost, agent.critics)
+    with contextlib.ExitStack() as held:
+        if run_dir is not None:  # held while writing: a training cannot start meanwhile
+            try:
+                held.enter_context(run_lock(run_dir))
+            except RunLockedError as err:
+                raise CLIError(f"{err}; the fitted agent was not written") from None
+        _write_or_keep(out, lambda path: save_agent(path, agent.config, *nets, agent.epoch))
     print(f"fitted Q_r and Q_c on {history[-1]['env_steps']:.0f} steps; agent written to {out}")
     return 0
 

@@ -87,18 +87,23 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _figure_prefix(out: str, force: bool) -> Path:
+def _figure_prefix(out: str, force: bool, header: tuple[str, ...]) -> Path:
     """``--out fig``, ``fig.png`` or ``fig.pdf``: the prefix of fig.png, fig.pdf, fig.csv (not
-    one whose CSV would replace a run's metrics.csv, nor, without ``force``, another's files)."""
+    one whose CSV would replace a run's metrics.csv, nor, without ``force``, another's files:
+    a fig.csv whose columns are not ``header``, the figure's own)."""
     path = Path(out)
     prefix = path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
-    return check_derived_prefix(prefix, force, others=(".png", ".pdf"))
+    return check_derived_prefix(prefix, force, others=(".png", ".pdf"), header=header)
 
 
 def cmd_plot_curves(args: argparse.Namespace) -> int:
-    from robustsafe.experiments.plots import load_training_run, write_curves_figure
+    from robustsafe.experiments.plots import (
+        CURVE_CSV_FIELDS,
+        load_training_run,
+        write_curves_figure,
+    )
 
-    prefix = _figure_prefix(args.out, args.force)
+    prefix = _figure_prefix(args.out, args.force, CURVE_CSV_FIELDS)
     try:
         runs = [load_training_run(r) for r in args.runs]
         paths, notes = write_curves_figure(runs, prefix, args.smooth)
@@ -111,9 +116,10 @@ def cmd_plot_curves(args: argparse.Namespace) -> int:
 
 
 def cmd_plot_sweep(args: argparse.Namespace) -> int:
+    from robustsafe.experiments.figures import XI_CSV_FIELDS
     from robustsafe.experiments.plots import load_sweep_file, write_sweep_figure
 
-    prefix = _figure_prefix(args.out, args.force)
+    prefix = _figure_prefix(args.out, args.force, XI_CSV_FIELDS)
     limit = args.cost_limit
     if limit is not None and not (math.isfinite(limit) and limit >= 0):
         raise CLIError(f"--cost-limit must be a number >= 0, got {limit}")

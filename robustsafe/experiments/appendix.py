@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
-from robustsafe.experiments.eval_files import EvalFile, load_eval_file
+from robustsafe.experiments.eval_files import EvalFile, find_named, load_eval_file
 from robustsafe.experiments.names import ALGO_NAMES, env_key, method_key, method_name
 from robustsafe.experiments.table import AVERAGE, Cell, ResultsTable, collect_table
 from robustsafe.experiments.table_format import (
@@ -144,7 +144,7 @@ def collect_runs(runs_dir: str | PathLike) -> tuple[list[EvalFile], list[str]]:
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory")
     names = ("eval.json", APPENDIX_EVAL_NAME)
-    dirs = sorted({p.parent for name in names for p in root.rglob(name)})
+    dirs = sorted({p.parent for p in find_named(root, *names)})
     runs, notes = [], []
     for d in dirs:
         loaded: dict[str, EvalFile | None] = {}

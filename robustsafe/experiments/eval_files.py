@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -37,7 +38,21 @@ def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
     root = Path(runs_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory")
-    return sorted(root.rglob("eval.json"))
+    return find_named(root, "eval.json")
+
+
+def find_named(root: Path, *names: str) -> list[Path]:
+    """Every file called one of ``names`` under ``root``, sorted, following linked folders
+    (a run linked into a results folder counts; each real folder is read once)."""
+    found, seen = [], set()
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:  # a link back up the tree, or a second link to one folder
+            subfolders.clear()
+            continue
+        seen.add(real)
+        found += [Path(folder) / n for n in names if n in files]
+    return sorted(found)
 
 
 def _episode(record: dict) -> tuple[float, float]:
@@ -54,11 +69,20 @@ def _episode(record: dict) -> tuple[float, float]:
 
 def read_json(path: str | PathLike) -> Any:
     """The JSON value in ``path`` (data only: no code runs); ValueError naming the file if it
-    cannot be read or is not JSON."""
+    cannot be read, is not JSON, nests deeper than Python's recursion allows, or holds an
+    integer with more digits than a float holds (they would fail later, far from the file)."""
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text(), parse_int=_float_sized_int)
     except (OSError, ValueError) as err:
         raise ValueError(f"{path}: cannot read it ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: cannot read it (nested too deeply)") from None
+
+
+def _float_sized_int(text: str) -> int:
+    if len(text.lstrip("-")) > 308:  # float's largest is about 1.8e308
+        raise ValueError(f"an integer of {len(text)} digits")
+    return int(text)
 
 
 def load_eval_file(path: str | PathLike) -> EvalFile:
@@ -89,16 +113,7 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
                 f"{epsilons[attack]} and {eps}); the table needs one epsilon per run "
                 "(evaluate with a single --eps)"
             )
-        eps_list = entry.get("episodes")
-        if not isinstance(eps_list, list) or not eps_list:
-            raise ValueError(f"{path}: attacker {attack!r} has no per-episode records")
-        try:
-            episodes[attack] = tuple(_episode(e) for e in eps_list)
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(
-                f"{path}: attacker {attack!r} has malformed episodes (each needs a finite "
-                "'reward' and a finite 'cost' >= 0)"
-            ) from None
+        episodes[attack] = episode_records(entry.get("episodes"), f"{path}: attacker {attack!r}")
         if not (_is_number(eps) and math.isfinite(eps) and eps >= 0):
             raise ValueError(f"{path}: attacker {attack!r} has epsilon {eps!r}, not a number >= 0")
         epsilons[attack] = float(eps)
@@ -125,6 +140,21 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
         actions=data.get("actions") if isinstance(data.get("actions"), str) else None,
         cost_limit=float(limit) if _is_number(limit := data.get("cost_limit")) else None,
     )
+
+
+def episode_records(records: object, where: str) -> tuple[tuple[float, float], ...]:
+    """The (reward, cost) of each episode record of a result; ValueError beginning with
+    ``where`` unless a non-empty list of records, each with a finite reward and a finite cost
+    >= 0."""
+    if not isinstance(records, list) or not records:
+        raise ValueError(f"{where} has no per-episode records")
+    try:
+        return tuple(_episode(e) for e in records)
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(
+            f"{where} has malformed episodes (each needs a finite 'reward' and a finite "
+            "'cost' >= 0)"
+        ) from None
 
 
 def _is_number(x: object) -> bool:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from robustsafe.experiments.eval_files import read_json
+from robustsafe.experiments.eval_files import episode_records, read_json
 from robustsafe.experiments.figures import SeriesPoint, _point, format_xi_csv, save_figure
 from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
 
@@ -113,13 +113,17 @@ class SweepRun:
         for entry in data["results"]:
             try:
                 key = (str(entry["attack"]), float(entry.get("epsilon", 0.0)))
-                eps = tuple((float(e["reward"]), float(e["cost"])) for e in entry["episodes"])
-            except (KeyError, TypeError, ValueError):
-                raise ValueError(f"{where}a result without attack name or episodes") from None
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+                raise ValueError(f"{where}a result without attack name or epsilon") from None
+            if not (math.isfinite(key[1]) and key[1] >= 0):
+                raise ValueError(f"{where}attacker {key[0]!r} has epsilon {key[1]}, not >= 0")
+            eps = episode_records(entry.get("episodes"), f"{where}attacker {key[0]!r}")
             if key in episodes:
                 raise ValueError(f"{where}attacker {key[0]!r} at epsilon {key[1]:g} twice")
             episodes[key] = eps
         seed, limit, xi = data.get("train_seed"), data.get("cost_limit"), data.get("xi")
+        if isinstance(xi, int | float) and not 0 < xi <= 1:
+            raise ValueError(f"{where}AMAD's xi is {xi}, not in (0, 1]")
         return SweepRun(
             path=path,
             env_id=str(data.get("env_id", "?")),
@@ -341,6 +345,8 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
             rows = list(csv.DictReader(f))
     except FileNotFoundError:
         raise ValueError(f"{run_dir} holds no metrics.csv (no training epoch)") from None
+    except (csv.Error, UnicodeDecodeError) as err:
+        raise ValueError(f"{run_dir / 'metrics.csv'}: not a metrics file ({err})") from None
     if not rows:
         raise ValueError(f"{run_dir / 'metrics.csv'}: no epoch yet")
 
@@ -356,8 +362,10 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
     try:
         columns = {k: column(k) for k in rows[0] if k is not None}
         columns["epoch"] = np.array([int(r["epoch"]) for r in rows])
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         raise ValueError(f"{run_dir / 'metrics.csv'}: needs an integer 'epoch' column") from None
+    if np.any(np.diff(columns["epoch"]) <= 0):  # curves are read by epoch (searchsorted)
+        raise ValueError(f"{run_dir / 'metrics.csv'}: its epochs are not in increasing order")
     steps = columns.get("env_steps")
     if steps is None or not np.all(np.isfinite(steps)):  # the x axis of every curve
         raise ValueError(f"{run_dir / 'metrics.csv'}: needs a numeric 'env_steps' in every row")

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import yaml
 
+from robustsafe.experiments.eval_files import find_named
 from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
 
 REPORT_NAME = "report.html"
@@ -69,14 +70,14 @@ def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunI
     ``eval.json`` beside it. Such a config.yaml that is not a YAML mapping is skipped, and
     appended to ``unreadable`` where given."""
     runs = []
-    for cfg_path in sorted(runs_dir.rglob("config.yaml")):
+    for cfg_path in find_named(runs_dir, "config.yaml"):
         run = cfg_path.parent
         if not ((run / "metrics.csv").exists() or (run / "eval.json").exists()):
             continue
         text = cfg_path.read_text()
         try:
             cfg = yaml.safe_load(text) or {}
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):
             cfg = None
         if not isinstance(cfg, dict):
             if unreadable is not None:
@@ -84,7 +85,7 @@ def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunI
             continue
         done = 0
         if (run / "metrics.csv").exists():
-            lines = (run / "metrics.csv").read_text().splitlines()
+            lines = (run / "metrics.csv").read_bytes().splitlines()  # (any encoding: a count)
             done = max(0, len([ln for ln in lines if ln.strip()]) - 1)
         natural = None
         if (run / "eval.json").exists():
@@ -92,7 +93,7 @@ def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunI
                 data = json.loads((run / "eval.json").read_text())
                 nat = next(r for r in data["results"] if r["attack"] == "none")
                 natural = (float(nat["reward_mean"]), float(nat["cost_mean"]))
-            except (ValueError, KeyError, TypeError, StopIteration):
+            except (ValueError, KeyError, TypeError, StopIteration, OverflowError, RecursionError):
                 natural = None
         robust = cfg.get("robust") if isinstance(cfg.get("robust"), dict) else {}
         seed = cfg.get("seed")

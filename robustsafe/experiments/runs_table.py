@@ -145,7 +145,7 @@ def training_code(provenance: Path) -> str | None:
         labels = [
             (s.get("commit") or "?")[:7] + ("+mod" if s.get("modified") else "") for s in starts
         ]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     return " + ".join(dict.fromkeys(labels)) or None
 

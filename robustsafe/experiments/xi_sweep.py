@@ -21,7 +21,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from robustsafe.experiments.eval_files import read_json
+from robustsafe.experiments.eval_files import episode_records, find_named, read_json
 
 XI_EVAL_NAME = "eval-xi.json"
 XI_FORMAT = "amad-xi-sweep"
@@ -120,10 +120,7 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
     natural, mad, amad, eps = None, None, {}, set()
 
     def episodes(entry: dict) -> tuple[tuple[float, float], ...]:
-        try:
-            return tuple((float(e["reward"]), float(e["cost"])) for e in entry["episodes"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"{path}: {entry.get('attack')!r} has malformed episodes") from None
+        return episode_records(entry.get("episodes"), f"{path}: {entry.get('attack')!r}")
 
     results = data.get("results")
     if not isinstance(results, list):
@@ -136,7 +133,11 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
         if attack not in ("mad", "amad"):
             continue
         epsilon = entry.get("epsilon", math.nan)
-        if not isinstance(epsilon, int | float) or isinstance(epsilon, bool):
+        if (
+            not isinstance(epsilon, int | float)
+            or isinstance(epsilon, bool)
+            or not (math.isfinite(epsilon) and epsilon >= 0)
+        ):
             raise ValueError(f"{path}: {attack!r} has a malformed epsilon ({epsilon!r})")
         eps.add(float(epsilon))
         if attack == "mad":
@@ -145,8 +146,8 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
             mad = episodes(entry)
         else:
             xi = entry.get("xi")
-            if not isinstance(xi, int | float):
-                raise ValueError(f"{path}: an AMAD result without its xi")
+            if not isinstance(xi, int | float) or not 0 < xi <= 1:
+                raise ValueError(f"{path}: an AMAD result without its xi in (0, 1] ({xi!r})")
             if float(xi) in amad:
                 raise ValueError(f"{path}: AMAD at xi {xi} appears more than once")
             amad[float(xi)] = episodes(entry)
@@ -177,7 +178,7 @@ def collect_xi_sweeps(runs_dir: str | PathLike) -> tuple[list[XiSweep], list[str
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory")
     sweeps, notes = [], []
-    for p in sorted(root.rglob(XI_EVAL_NAME)):
+    for p in find_named(root, XI_EVAL_NAME):
         try:
             sweeps.append(load_xi_sweep(p))
         except ValueError as err:

@@ -346,3 +346,30 @@ def test_a_grid_killed_outright_leaves_its_job_running_and_the_next_grid_closes_
         killed_at + 1,
         0,
     )
+
+
+def test_a_damaged_evaluation_file_is_not_current(tmp_path):
+    """The grid evaluates a run again when its eval.json is damaged or foreign, whatever the
+    damage (wrong types, numbers beyond a float, deep nesting), instead of stopping."""
+    from robustsafe.experiments.grid.plan import evaluation_is_current, extra_evaluation_is_current
+
+    spec = GridSpec(envs=("A-v0",), out=tmp_path, attacks=("none", "mc"), episodes=2)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "agent.pt").write_bytes(b"agent")
+    os.utime(run / "agent.pt", ns=(1, 1))  # older than every evaluation file below
+    results = '[{"attack": "none", "epsilon": 0}, {"attack": "mc", "epsilon": EPS}]'
+    good = '{"episodes": 2, "seed": 0, "results": ' + results + "}"
+    (run / "eval.json").write_text(good.replace("EPS", "0.05"))
+    assert evaluation_is_current(run, spec, 0.05)
+    assert not evaluation_is_current(run, spec, 0.025)
+    for bad in (
+        good.replace("EPS", "1" + "0" * 400),  # an int no float holds
+        good.replace('"mc"', '["mc"]').replace("EPS", "0.05"),  # an attack that is a list
+        good.replace("EPS", "[0.05]"),
+        "[" * 100_000 + "]" * 100_000,
+    ):
+        (run / "eval.json").write_text(bad)
+        assert evaluation_is_current(run, spec, 0.05) is False
+        (run / "eval-appendix.json").write_text(bad)
+        assert extra_evaluation_is_current(run, "eval-appendix.json", spec, 0.05) is False

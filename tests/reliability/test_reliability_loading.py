@@ -149,3 +149,78 @@ def test_an_agent_file_with_missing_parts_is_a_one_line_error(cli_run, tmp_path,
     torch.save(data, tmp_path / "agent.pt")
     assert main(["evaluate", "--run", str(tmp_path / "agent.pt")]) == 2
     assert one_line_error(capsys.readouterr().err)
+
+
+def _evaluation(eps: str = "0.05", reward: str = "1.0", episodes: str | None = None) -> str:
+    """An eval.json text with one natural and one MC result; the parts given are spliced in
+    as they are (JSON text), to plant values json.dumps would not write."""
+    records = episodes if episodes is not None else f'[{{"reward": {reward}, "cost": 0.0}}]'
+    results = [
+        f'{{"attack": "none", "epsilon": 0, "episodes": {records}}}',
+        f'{{"attack": "mc", "epsilon": {eps}, "episodes": {records}}}',
+    ]
+    return (
+        '{"env_id": "SafetyCarRun-v0", "train_mode": "vanilla", "episodes": 1, "seed": 0, '
+        f'"results": [{", ".join(results)}]}}'
+    )
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (_evaluation(eps="1" + "0" * 400), "an integer of 401 digits"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (_evaluation(reward="NaN"), "malformed episodes"),
+        (_evaluation(reward="-Infinity"), "malformed episodes"),
+        (_evaluation(episodes="[]"), "no per-episode records"),
+        (_evaluation(eps="-0.05"), "not >= 0"),
+    ],
+)
+def test_a_malformed_evaluation_is_a_one_line_error_in_table_and_plot(
+    tmp_path, capsys, text, words
+):
+    """Values that used to pass (NaN rewards in a sweep) or to raise far from the file
+    (OverflowError, RecursionError) are refused in one line naming the file."""
+    run = tmp_path / "runs" / "run"
+    run.mkdir(parents=True)
+    (run / "eval.json").write_text(text)
+    commands = [["plot", "sweep", str(run / "eval.json"), "--out", str(tmp_path / "fig")]]
+    if "not >= 0" not in words:  # (the table's own message for a bad epsilon differs)
+        commands.append(["table", str(tmp_path / "runs"), "--out", str(tmp_path / "t")])
+    for argv in commands:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert one_line_error(err) and "eval.json" in err and words in err, (argv, err)
+
+
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda text: text.replace("\n1,", "\n9,", 1), "not in increasing order"),
+        (lambda text: text + "3," + "x" * 200_000 + "\n", "not a metrics file"),
+    ],
+)
+def test_a_damaged_metrics_file_is_a_one_line_error_in_plot(
+    cli_run, tmp_path, capsys, damage, words
+):
+    path = cli_run / "metrics.csv"
+    path.write_text(damage(path.read_text()))
+    assert main(["plot", "curves", str(cli_run), "--out", str(tmp_path / "fig")]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "metrics.csv" in err and words in err, err
+
+
+def test_linked_run_folders_are_read_once(tmp_path):
+    """table / report find a run linked into the results folder; a link back up the tree is
+    not followed twice (no endless walk)."""
+    from robustsafe.experiments.eval_files import find_eval_files
+
+    linked = tmp_path / "elsewhere" / "seed1"
+    linked.mkdir(parents=True)
+    (linked / "eval.json").write_text("{}")
+    runs = tmp_path / "runs"
+    (runs / "seed0").mkdir(parents=True)
+    (runs / "seed0" / "eval.json").write_text("{}")
+    (runs / "seed1").symlink_to(linked, target_is_directory=True)
+    (runs / "seed0" / "up").symlink_to(runs, target_is_directory=True)
+    assert find_eval_files(runs) == [runs / "seed0" / "eval.json", runs / "seed1" / "eval.json"]

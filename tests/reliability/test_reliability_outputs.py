@@ -259,6 +259,11 @@ def test_table_does_not_replace_another_commands_csv(cli_run, tmp_path, capsys):
     err = capsys.readouterr().err
     assert one_line_error(err) and "another command's output" in err and "--force" in err
     assert (tmp_path / "curves.csv").read_text() == text
+    # and plot's kinds keep off each other's CSV (a sweep figure over the curves' CSV)
+    assert main(["plot", "sweep", str(tmp_path / "e.json"), "--out", str(curves)]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "another command's output" in err
+    assert (tmp_path / "curves.csv").read_text() == text
 
 
 def test_tabular_definitions_rebuilds_its_own_files_only(tmp_path, capsys):
@@ -288,3 +293,14 @@ def test_no_out_replaces_a_runs_training_files_even_with_force(cli_run, tmp_path
         err = capsys.readouterr().err
         assert one_line_error(err) and f"is the {name} of the run" in err, err
     assert _snapshot(cli_run) == before
+
+
+def test_fit_critics_does_not_write_into_a_run_being_trained(cli_run, capsys):
+    from robustsafe.runstate import run_lock
+
+    agent = (cli_run / "agent.pt").read_bytes()
+    with run_lock(cli_run):  # as a training holds it
+        assert main(["fit-critics", "--run", str(cli_run), *FIT, "--force"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "being written by another process" in err, err
+    assert (cli_run / "agent.pt").read_bytes() == agent

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -58,22 +58,38 @@ def expected_attacks(spec: GridSpec) -> list[str]:
 def evaluation_is_current(run_dir: Path, spec: GridSpec, epsilon: float) -> bool:
     """True if ``run_dir/eval.json`` is newer than ``agent.pt`` and matches the spec's
     attackers, episodes and evaluation seed, and the epsilon."""
-    ev, agent = Path(run_dir) / "eval.json", Path(run_dir) / "agent.pt"
+    wanted = set(expected_attacks(spec))
+    return _eval_file_is_current(
+        Path(run_dir), "eval.json", spec, epsilon, lambda data, attacks: attacks == wanted
+    )
+
+
+def _eval_file_is_current(
+    run_dir: Path,
+    name: str,
+    spec: GridSpec,
+    epsilon: float,
+    made_as_asked: Callable[[dict, set], bool],
+) -> bool:
+    """True if ``run_dir/name`` is newer than the run's ``agent.pt``, was made with the spec's
+    episodes and evaluation seed, at ``epsilon``, and ``made_as_asked(data, its attackers)``.
+    A damaged or foreign file (bad JSON, wrong types, numbers beyond a float) is not current:
+    the run is evaluated again, the old file kept beside it."""
     try:
-        if ev.stat().st_mtime_ns <= agent.stat().st_mtime_ns:
+        if (run_dir / name).stat().st_mtime_ns <= (run_dir / "agent.pt").stat().st_mtime_ns:
             return False
-        data = json.loads(ev.read_text())
-    except (OSError, ValueError):
+        data = json.loads((run_dir / name).read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+            return False
+        if data.get("episodes") != spec.episodes or data.get("seed") != spec.eval_seed:
+            return False
+        results = [r for r in data["results"] if isinstance(r, dict)]
+        if not made_as_asked(data, {r.get("attack") for r in results}):
+            return False
+        eps = [r.get("epsilon") for r in results if r.get("attack") != "none"]
+        return all(isinstance(e, int | float) and math.isclose(e, epsilon) for e in eps)
+    except (OSError, ValueError, TypeError, OverflowError, RecursionError):
         return False
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        return False
-    results = [r for r in data["results"] if isinstance(r, dict)]
-    if data.get("episodes") != spec.episodes or data.get("seed") != spec.eval_seed:
-        return False
-    if {r.get("attack") for r in results} != set(expected_attacks(spec)):
-        return False
-    eps = {r.get("epsilon") for r in results if r.get("attack") != "none"}
-    return all(isinstance(e, int | float) and math.isclose(e, epsilon) for e in eps)
 
 
 def _settings_difference(saved: TrainConfig, wanted: TrainConfig) -> list[str]:
@@ -199,25 +215,12 @@ def extra_evaluation_is_current(run_dir: Path, name: str, spec: GridSpec, epsilo
     episodes, evaluation seed, epsilon and attackers (or xi values)."""
     from robustsafe.experiments.xi_sweep import XI_EVAL_NAME
 
-    path, agent = Path(run_dir) / name, Path(run_dir) / "agent.pt"
-    try:
-        if path.stat().st_mtime_ns <= agent.stat().st_mtime_ns:
-            return False
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        return False
-    if data.get("episodes") != spec.episodes or data.get("seed") != spec.eval_seed:
-        return False
-    results = [r for r in data["results"] if isinstance(r, dict)]
-    if name == XI_EVAL_NAME:
-        if data.get("xi_values") != list(spec.xi_sweep):
-            return False
-    elif {r.get("attack") for r in results} != {"none", *spec.appendix_attacks}:
-        return False
-    eps = {r.get("epsilon") for r in results if r.get("attack") != "none"}
-    return all(isinstance(e, int | float) and math.isclose(e, epsilon) for e in eps)
+    def made_as_asked(data: dict, attacks: set) -> bool:
+        if name == XI_EVAL_NAME:
+            return data.get("xi_values") == list(spec.xi_sweep)
+        return attacks == {"none", *spec.appendix_attacks}
+
+    return _eval_file_is_current(Path(run_dir), name, spec, epsilon, made_as_asked)
 
 
 def _plan_extras(spec: GridSpec, plan: PlannedRun) -> PlannedRun:
