@@ -82,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         more = " [...]" if len(lines) > 1 else ""  # one line, whatever raised it (torch's dumps)
         print(f"robustsafe {args.command}: error: {lines[0]}{more}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C (grid answers it itself): one line, not a traceback
+        print(
+            f"robustsafe {args.command}: interrupted (what was already written is kept)",
+            file=sys.stderr,
+        )
+        return 130
     except OSError as err:  # the machine's fault (disk full, permissions): one line, no trace
         where = f": {err.filename}" if err.filename else ""
         print(f"robustsafe {args.command}: error: {_os_reason(err)}{where}", file=sys.stderr)

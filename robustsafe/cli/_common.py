@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import errno
 import glob
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -209,6 +210,14 @@ def _file_head(path: Path) -> bytes:
         return b""
 
 
+def prefix_arg(text: str) -> Path:
+    """An ``--out`` file prefix as typed; CLIError for one ending in a path separator (a folder
+    the files would land beside, not in)."""
+    if text.endswith(("/", os.sep)):
+        raise CLIError(f"--out {text} names a folder; give a file prefix, e.g. {text}table")
+    return Path(text)
+
+
 def check_derived_prefix(
     prefix: Path,
     force: bool = False,
@@ -221,7 +230,7 @@ def check_derived_prefix(
     file (``.``, ``..``, ``/``) or its CSV would replace measured data; without ``force``, also
     if PREFIX.csv is not one of ours (``header``: the command's CSV columns), or, where there
     is none, another of those files exists (every command writes the CSV with the others)."""
-    if prefix.name in ("", ".", ".."):
+    if prefix.name in ("", ".", "..") or prefix.is_dir():
         raise CLIError(
             f"--out {prefix} names a folder; give a file prefix, e.g. {prefix / 'table'}"
         )

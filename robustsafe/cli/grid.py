@@ -18,6 +18,7 @@ from robustsafe.cli._common import (
     add_renamed_option,
     check_derived_prefix,
     check_out_dir,
+    prefix_arg,
 )
 from robustsafe.cli.train import DEFAULT_PRESET
 from robustsafe.presets import PRESETS
@@ -182,8 +183,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.table_format import CSV_FIELDS, format_markdown, write_tables
 
     runs = Path(args.runs_dir)
+    if not runs.is_dir():  # before --out, which depends on it
+        raise CLIError(f"{runs} is not a directory of runs (give the folder a grid wrote)")
     prefix = check_derived_prefix(
-        Path(args.out) if args.out else runs / "table",
+        prefix_arg(args.out) if args.out else runs / "table",
         args.force,
         others=(".md", ".tex"),
         side_files=True,  # PREFIX-costs.md, PREFIX-runs.csv, PREFIX-appendix.tex, ...

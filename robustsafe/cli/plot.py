@@ -21,6 +21,7 @@ from robustsafe.cli._common import (
     check_attack_seed,
     check_derived_prefix,
     check_epsilon_budget,
+    prefix_arg,
     run_agent_env,
 )
 
@@ -91,7 +92,7 @@ def _figure_prefix(out: str, force: bool, header: tuple[str, ...]) -> Path:
     """``--out fig``, ``fig.png`` or ``fig.pdf``: the prefix of fig.png, fig.pdf, fig.csv (not
     one whose CSV would replace a run's metrics.csv, nor, without ``force``, another's files:
     a fig.csv whose columns are not ``header``, the figure's own)."""
-    path = Path(out)
+    path = prefix_arg(out)
     prefix = path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
     return check_derived_prefix(prefix, force, others=(".png", ".pdf"), header=header)
 

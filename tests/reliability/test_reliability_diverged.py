@@ -92,3 +92,25 @@ def test_a_multi_line_error_from_inside_is_shown_as_one_line(tmp_path, capsys, m
     assert cli_train(tmp_path / "run", "--epochs", "1") == 2
     err = capsys.readouterr().err
     assert one_line_error(err) and "Normal [...]" in err and "nan" not in err, err
+
+
+def test_ctrl_c_is_one_line_and_keeps_the_epochs_written(tmp_path, capsys, monkeypatch):
+    import robustsafe.train
+
+    original = robustsafe.train.MetricsCSV.append
+    rows = [0]
+
+    def append(self, row):  # Ctrl-C arrives as epoch 2's row is written
+        rows[0] += 1
+        if rows[0] == 2:
+            raise KeyboardInterrupt
+        return original(self, row)
+
+    monkeypatch.setattr(robustsafe.train.MetricsCSV, "append", append)
+    out = tmp_path / "run"
+    assert cli_train(out, "--epochs", "3") == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip().endswith(
+        "interrupted (what was already written is kept)"
+    )
+    assert _epochs(out) == [1] and run_status(out) == (1, 3)

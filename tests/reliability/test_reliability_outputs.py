@@ -304,3 +304,16 @@ def test_fit_critics_does_not_write_into_a_run_being_trained(cli_run, capsys):
     err = capsys.readouterr().err
     assert one_line_error(err) and "being written by another process" in err, err
     assert (cli_run / "agent.pt").read_bytes() == agent
+
+
+def test_a_folder_given_as_a_file_prefix_is_refused(cli_run, tmp_path, capsys):
+    folder = tmp_path / "figs"
+    for out in (f"{folder}/", str(cli_run)):  # a new folder, an existing one
+        assert main(["plot", "curves", str(cli_run), "--out", out]) == 2, out
+        err = capsys.readouterr().err
+        assert one_line_error(err) and "names a folder" in err, err
+    assert not list(tmp_path.glob("figs*"))
+    # table of a file: the error is about the runs folder, not about an --out nobody gave
+    assert main(["table", str(cli_run / "metrics.csv")]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "is not a directory of runs" in err and "--out" not in err
