@@ -62,8 +62,10 @@ def _prepare(normalizer: ObsNormalizer | None, obs: torch.Tensor) -> torch.Tenso
 
 
 def all_finite(module: nn.Module) -> bool:
-    """Whether every parameter of ``module`` is finite (no NaN, no inf)."""
-    return all(bool(torch.isfinite(p).all()) for p in module.parameters())
+    """Whether every parameter of ``module``, and the statistics of any observation normaliser
+    in it, are finite (no NaN, no inf; action bounds, also buffers, may be infinite)."""
+    stats = [t for m in module.modules() if isinstance(m, ObsNormalizer) for t in (m.mean, m.var)]
+    return all(bool(torch.isfinite(t).all()) for t in (*module.parameters(), *stats))
 
 
 def mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:

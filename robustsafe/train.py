@@ -314,7 +314,7 @@ def _train(
                 metrics.update(critic_trainer.update(actor, np_rng))
             if norm is not None:  # new statistics from the next rollout on (logp stays valid)
                 norm.update(torch.from_numpy(ro.true_obs))
-            check_finite(epoch, learner, critics)  # before any of the epoch's files
+            check_finite(epoch, learner, critics)  # (the normaliser is the actor's)
             t_end = time.perf_counter()
 
             # ---- the epoch's files
@@ -405,27 +405,30 @@ def _off_policy_epoch(
     owed = 0.0
     t_update = 0.0
     done = 0
-    while done < cfg.rollout_length:
-        chunk = min(sc.steps_per_collect, cfg.rollout_length - done)
-        part = collector.collect(learner.actor, chunk, generator, perturb)  # type: ignore[arg-type]
-        parts.append(part)
-        done += chunk
-        t0 = time.perf_counter()
-        learner.add(part.rollout)
-        if learner.replay.size >= max(sc.update_after, 1):
-            owed += sc.updates_per_step * part.rollout.size
-            while owed >= 1.0:
-                owed -= 1.0
-                batch = learner.replay.sample(sc.batch_size, np_rng)
-                if next_view is not None:
-                    next_obs = torch.as_tensor(batch["next_obs"])
-                    batch["next_actor_obs"] = next_view(next_obs).detach().numpy()
-                m = learner.update(batch, generator, actor_obs)
-                check_finite(epoch, learner, nets=("actor",))  # the next step samples from it
-                for k, v in m.items():
-                    sums[k] = sums.get(k, 0.0) + v
-                steps += 1
-        t_update += time.perf_counter() - t0
+    try:
+        while done < cfg.rollout_length:
+            chunk = min(sc.steps_per_collect, cfg.rollout_length - done)
+            part = collector.collect(learner.actor, chunk, generator, perturb)  # type: ignore[arg-type]
+            parts.append(part)
+            done += chunk
+            t0 = time.perf_counter()
+            learner.add(part.rollout)
+            if learner.replay.size >= max(sc.update_after, 1):
+                owed += sc.updates_per_step * part.rollout.size
+                while owed >= 1.0:
+                    owed -= 1.0
+                    batch = learner.replay.sample(sc.batch_size, np_rng)
+                    if next_view is not None:
+                        next_obs = torch.as_tensor(batch["next_obs"])
+                        batch["next_actor_obs"] = next_view(next_obs).detach().numpy()
+                    m = learner.update(batch, generator, actor_obs)
+                    for k, v in m.items():
+                        sums[k] = sums.get(k, 0.0) + v
+                    steps += 1
+            t_update += time.perf_counter() - t0
+    except ValueError:  # torch's argument checks fail once a step has left the actor NaN
+        check_finite(epoch, learner, nets=("actor",))  # if so, say that instead
+        raise
     metrics = {k: v / steps for k, v in sums.items()}
     # "lambda" here keeps the metrics.csv column order; the caller updates it after end_epoch
     metrics.update({"lambda": learner.multiplier, "gradient_steps": float(steps)})
@@ -443,9 +446,10 @@ def check_finite(
     nets: tuple[str, ...] = ("actor", "saved_actor", "v_reward", "v_cost"),
 ) -> None:
     """Raise TrainingDivergedError, naming what diverged, if a learner's network in ``nets``
-    (attribute names; absent or None ones are skipped), ``critics`` or the multiplier is not
-    finite. Checked before an epoch's files are written, so a diverged update saves nothing:
-    the run directory keeps the last finite epoch."""
+    (attribute names; absent or None ones are skipped; with the statistics of their
+    observation normaliser), ``critics`` or the multiplier is not finite. Checked before an
+    epoch's files are written, so a diverged update saves nothing: the run directory keeps the
+    last finite epoch."""
     modules = {name: getattr(learner, name, None) for name in nets}
     modules["attackers' Q critics"] = critics
     bad = [name for name, net in modules.items() if net is not None and not all_finite(net)]

@@ -323,6 +323,9 @@ def test_cli_fit_critics_and_evaluate_a_module_policy(tmp_path, toy_env_id, caps
     printed = capsys.readouterr().out
     assert "mc" in printed and "Δcost" in printed
     assert out.exists()
+    # an attack at budget 0 alone is refused here as for --run agents
+    assert main([*ev, "--attacks", "mad", "--eps", "0"]) == 2
+    assert "a budget of 0" in capsys.readouterr().err
     # a black box: gradient attackers refused with the clear message, random works
     bb = ["evaluate", "--policy", f"{src}:blackbox", *common, "--episodes", "2"]
     assert main([*bb, "--attacks", "random"]) == 0

@@ -70,8 +70,16 @@ def add_allow_large_eps_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_epsilon_budget(epsilons: Sequence[float], allow_large: bool) -> None:
-    """CLIError for a budget above MAX_EPSILON without --allow-large-eps (a typo, most likely)."""
+def check_epsilon_budget(
+    epsilons: Sequence[float], allow_large: bool, attacks: Sequence[str] = ()
+) -> None:
+    """CLIError for a budget above MAX_EPSILON without --allow-large-eps (a typo, most likely),
+    or for attackers (``attacks`` other than ``none``) at a budget of 0 alone."""
+    if epsilons and max(epsilons) <= 0 and any(a != "none" for a in attacks):
+        raise CLIError(
+            f"--eps {max(epsilons):g}: a budget of 0 leaves every observation as it is, so no "
+            "attack would run; give a budget > 0, or --attacks none"
+        )
     too_large = [e for e in epsilons if e > MAX_EPSILON]
     if too_large and not allow_large:
         raise CLIError(
@@ -105,9 +113,10 @@ def check_eval_outputs(out: Path, force: bool, eps_text: str) -> None:
             _check_output(sweep, force, "eval.json")
 
 
-# What a training writes and no other command may replace (the agent file aside: fit-critics
-# --force may rewrite it with new critics).
+# What a training writes and no other command may replace (but fit-critics --force, which
+# rewrites a run's agent file with new critics: its ``own``).
 _TRAINING_FILES = (
+    "agent.pt",
     "config.yaml",
     "metrics.csv",
     "state.pt",
@@ -117,12 +126,14 @@ _TRAINING_FILES = (
 )
 
 
-def _check_output(path: Path, force: bool, example: str) -> None:
+def _check_output(path: Path, force: bool, example: str, own: tuple[str, ...] = ()) -> None:
     """Refuse, before any work, an output file that cannot be written or would replace one;
-    ``example`` is a file name the command would write (named when ``path`` is a directory)."""
+    ``example`` is a file name the command would write (named when ``path`` is a directory);
+    ``own``: the names of a run's training files the command may replace (with ``force``)."""
     if path.is_dir():
         raise CLIError(f"--out {path} is a directory; give a file name, e.g. {path / example}")
-    if path.name in _TRAINING_FILES and (path.parent / "config.yaml").is_file():
+    in_run = (path.parent / "config.yaml").is_file()
+    if in_run and path.name in _TRAINING_FILES and path.name not in own:
         raise CLIError(  # even with --force: a run's history and state are not outputs
             f"--out {path} is the {path.name} of the run in {path.parent}; choose another --out"
         )
@@ -157,8 +168,11 @@ def check_out_dir(out: str | Path) -> None:
 
 
 # How the derived files of table, plot and report begin: an existing file at their --out that
-# does not is someone else's, replaced only with --force.
+# does not is someone else's, replaced only with --force. A derived CSV is a command's own if
+# its first _OWN_COLUMNS columns are the command's (a column added at the end later keeps an
+# older file the command's own); every derived CSV begins with env,method.
 _DERIVED_CSV_HEAD = b"env,method,"
+_OWN_COLUMNS = 3
 _REPORT_HEAD = b"<title>RobustSafe report"
 
 
@@ -168,9 +182,9 @@ def _check_derived_output(
     """Refuse, before any work, a derived output (table, figure, page: rebuilt in place) that
     would replace measured data or trained state: an existing file with a suffix other than
     ``suffixes`` (the command's own), or a run directory's ``metrics.csv``; or a path under a
-    file. Without ``force``, also an existing CSV or HTML page that is not one of ours: a CSV
-    whose first line is not ``header`` (the command's own columns), or, without ``header``,
-    that is not a derived CSV of robustsafe's."""
+    file. Without ``force``, also an existing CSV or HTML page that is not the command's own: a
+    CSV whose first columns are not those of ``header`` (the command's CSV columns), a page
+    without the report's title."""
     blocking = _file_in_the_way(path.parents)
     if blocking is not None:
         raise CLIError(f"--out: {blocking} is a file, not a directory, so {path} cannot be written")
@@ -186,10 +200,11 @@ def _check_derived_output(
     head = _file_head(path)
     if path.suffix.lower() != ".csv":
         ours = _REPORT_HEAD in head
-    elif header:
-        ours = head.split(b"\n", 1)[0].rstrip(b"\r") == ",".join(header).encode()
     else:
-        ours = head.startswith(_DERIVED_CSV_HEAD)
+        columns = head.split(b"\n", 1)[0].rstrip(b"\r").split(b",")
+        ours = bool(header) and columns[:_OWN_COLUMNS] == [
+            c.encode() for c in header[:_OWN_COLUMNS]
+        ]
     if not (force or ours):
         whose = (
             "another command's output"
@@ -223,7 +238,8 @@ def check_derived_prefix(
     force: bool = False,
     others: tuple[str, ...] = (),
     side_files: bool = False,
-    header: Sequence[str] = (),
+    *,
+    header: Sequence[str],
 ) -> Path:
     """``prefix`` of a command's derived files (PREFIX.csv and PREFIX + each of ``others``;
     ``side_files``: PREFIX-*.csv/.md/.tex/.png/.pdf too), refused before any work if it names no

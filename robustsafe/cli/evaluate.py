@@ -73,12 +73,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_eval_outputs(out, args.force, args.eps)
     try:
         epsilons = parse_epsilons(args.eps)
-        check_epsilon_budget(epsilons, args.allow_large_eps)
-        if max(epsilons) <= 0 and any(a != "none" for a in attacks):
-            raise ValueError(
-                f"--eps {args.eps}: a budget of 0 leaves every observation as it is, so no "
-                "attack would run; give a budget > 0, or --attacks none"
-            )
+        check_epsilon_budget(epsilons, args.allow_large_eps, attacks)
         from robustsafe.attacks import make_attacker
 
         for name in attacks:  # check every name before any episode runs
@@ -224,7 +219,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
     try:
         critics = load_critics(args.critics) if args.critics else None
         epsilons = parse_epsilons(args.eps)
-        check_epsilon_budget(epsilons, args.allow_large_eps)
+        check_epsilon_budget(epsilons, args.allow_large_eps, attacks)
         from robustsafe.evaluate import check_attacks_for
 
         check_attacks_for(policy, attacks, critics)

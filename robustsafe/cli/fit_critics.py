@@ -44,7 +44,7 @@ def cmd_fit_critics(args: argparse.Namespace) -> int:
             f"fit-critics writes a new agent file: pass --out FILE.pt, or --force to replace {src}"
         )
     out = Path(args.out) if args.out else src
-    _check_output(out, args.force, "agent-critics.pt")
+    _check_output(out, args.force, "agent-critics.pt", own=("agent.pt",))
     # an agent written into a run directory: not while a training writes there
     run_dir = out.parent if (out.parent / "config.yaml").is_file() else None
     if run_dir is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -42,17 +43,21 @@ def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
 
 
 def find_named(root: Path, *names: str) -> list[Path]:
-    """Every file called one of ``names`` under ``root``, sorted, following linked folders
-    (a run linked into a results folder counts; each real folder is read once)."""
-    found, seen = [], set()
+    """Every file called one of ``names`` under ``root``, sorted (``walk_files``)."""
+    return sorted(p for p in walk_files(root) if p.name in names)
+
+
+def walk_files(root: Path) -> Iterator[Path]:
+    """Every file under ``root``, following linked folders (a run linked into a results folder
+    counts); each real folder is read once, so a link back up the tree ends."""
+    seen = set()
     for folder, subfolders, files in os.walk(root, followlinks=True):
         real = os.path.realpath(folder)
         if real in seen:  # a link back up the tree, or a second link to one folder
             subfolders.clear()
             continue
         seen.add(real)
-        found += [Path(folder) / n for n in names if n in files]
-    return sorted(found)
+        yield from (Path(folder) / n for n in files)
 
 
 def _episode(record: dict) -> tuple[float, float]:
@@ -80,9 +85,12 @@ def read_json(path: str | PathLike) -> Any:
 
 
 def _float_sized_int(text: str) -> int:
-    if len(text.lstrip("-")) > 308:  # float's largest is about 1.8e308
-        raise ValueError(f"an integer of {len(text)} digits")
-    return int(text)
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:  # beyond float's largest, about 1.8e308
+        raise ValueError(f"an integer of {len(text)} digits") from None
+    return value
 
 
 def load_eval_file(path: str | PathLike) -> EvalFile:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import yaml
 
-from robustsafe.experiments.eval_files import find_named
+from robustsafe.experiments.eval_files import find_named, walk_files
 from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
 
 REPORT_NAME = "report.html"
@@ -280,7 +280,7 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
             body.append("<p>No figure.</p>")
     # videos
     body.append('<h2 id="videos">Videos</h2>')
-    videos = sorted(p for ext in ("*.mp4", "*.gif") for p in root.rglob(ext))
+    videos = sorted(p for p in walk_files(root) if p.suffix in (".mp4", ".gif"))
     if videos:
         for v in videos:
             href = _href(v.resolve(), page_dir)

@@ -114,3 +114,25 @@ def test_ctrl_c_is_one_line_and_keeps_the_epochs_written(tmp_path, capsys, monke
         "interrupted (what was already written is kept)"
     )
     assert _epochs(out) == [1] and run_status(out) == (1, 3)
+
+
+def test_a_non_finite_observation_statistic_is_divergence_too(tmp_path, capsys, monkeypatch):
+    """One inf observation makes the normaliser's statistics inf: caught before the epoch's
+    files, like a NaN weight (the actor holds the normaliser)."""
+    from robustsafe.nets import ObsNormalizer
+
+    original = ObsNormalizer.update
+    calls = [0]
+
+    def update(self, batch):
+        calls[0] += 1
+        original(self, batch)
+        if calls[0] == 2:  # epoch 2's statistics
+            self.var.fill_(float("inf"))
+
+    monkeypatch.setattr(ObsNormalizer, "update", update)
+    out = tmp_path / "run"
+    assert cli_train(out, "--epochs", "3", "--obs-norm") == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "diverged in epoch 2 (non-finite actor" in err, err
+    assert _epochs(out) == [1] and all_finite(load_agent(out).actor)

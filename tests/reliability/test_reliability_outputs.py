@@ -3,6 +3,7 @@ failed write (issue 12: 3, 6)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -288,6 +289,7 @@ def test_no_out_replaces_a_runs_training_files_even_with_force(cli_run, tmp_path
         ("config.yaml", ["fit-critics", "--run", str(cli_run), *FIT]),
         ("metrics.csv", ["evaluate", "--run", str(cli_run), *EVAL]),
         ("state.pt", ["evaluate", "--run", str(cli_run), *EVAL]),
+        ("agent.pt", ["evaluate", "--run", str(cli_run), *EVAL]),
     ):
         assert main([*argv, "--out", str(cli_run / name), "--force"]) == 2, name
         err = capsys.readouterr().err
@@ -303,6 +305,30 @@ def test_fit_critics_does_not_write_into_a_run_being_trained(cli_run, capsys):
         assert main(["fit-critics", "--run", str(cli_run), *FIT, "--force"]) == 2
     err = capsys.readouterr().err
     assert one_line_error(err) and "being written by another process" in err, err
+    assert (cli_run / "agent.pt").read_bytes() == agent
+
+
+def test_fit_critics_writes_nothing_if_a_training_starts_while_it_fits(
+    cli_run, capsys, monkeypatch
+):
+    """A training that takes the run between fit-critics' first check and its write wins."""
+    import robustsafe.fit_critics
+    from robustsafe.runstate import run_lock
+
+    agent = (cli_run / "agent.pt").read_bytes()
+    fit = robustsafe.fit_critics.fit_critics
+    training = contextlib.ExitStack()
+
+    def fit_then_a_training_starts(*args, **kwargs):
+        history = fit(*args, **kwargs)
+        training.enter_context(run_lock(cli_run))
+        return history
+
+    monkeypatch.setattr(robustsafe.fit_critics, "fit_critics", fit_then_a_training_starts)
+    with training:
+        assert main(["fit-critics", "--run", str(cli_run), *FIT, "--force"]) == 2
+    err = capsys.readouterr().err
+    assert "being written by another process" in err and "not written" in err, err
     assert (cli_run / "agent.pt").read_bytes() == agent
 
 

@@ -438,6 +438,10 @@ def test_resume_refuses_a_state_older_than_the_history_unless_forced(cli_run, ca
     err = capsys.readouterr().err
     assert one_line_error(err) and "2 epochs past" in err and "--force" in err, err
     assert _epochs(cli_run) == [1, 2, 3]
+    forced = cli_run.parent / "forced"  # --force resumes from the state's epoch all the same
+    shutil.copytree(cli_run, forced)
+    assert main(["train", "--resume", "--out", str(forced), "--epochs", "3", "--force"]) == 0
+    assert _epochs(forced) == [1, 2, 3] and run_status(forced) == (3, 3)
     # one row past the state is what a kill leaves: resumed without --force
     metrics = cli_run / "metrics.csv"
     header, first, second, _third = metrics.read_text().splitlines(keepends=True)
