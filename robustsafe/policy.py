@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import json
 import pickle
 import sys
@@ -456,9 +457,32 @@ def load_policy_spec(spec: str, action_std: float | None = None) -> Policy:
         raise ValueError(
             f"--policy {spec!r}: {err.msg} ({err.filename}, line {err.lineno})"
         ) from None
+    except Exception as err:  # the user's module failed while importing: its error, one line
+        raise ValueError(f"--policy {spec!r}: importing it raised {_error_line(err)}") from None
     if call:
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as err:
+            why = _error_line(err)
+            raise ValueError(f"--policy {spec!r}: calling {attr}() raised {why}") from None
+    elif isinstance(obj, type) or (inspect.isfunction(obj) and _takes_no_argument(obj)):
+        raise ValueError(  # a class or a factory named without its () call
+            f"--policy {spec!r}: {attr} takes no observation; if it builds the policy, call "
+            f"it: {target}:{attr}()"
+        )
     return as_policy(obj, action_std)
+
+
+def _error_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+
+
+def _takes_no_argument(fn: Any) -> bool:
+    try:
+        return not inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 @torch.no_grad()

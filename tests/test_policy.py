@@ -304,6 +304,27 @@ policy = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1), nn.Tanh())
 
 def blackbox(obs):
     return obs[:, :1] * 0.5
+
+
+class _NoGrad(nn.Module):  # a torch module whose action is computed outside autograd
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(2, 1)
+
+    def forward(self, obs):
+        with torch.no_grad():
+            return torch.tanh(self.net(obs))
+
+
+nograd = _NoGrad()
+
+
+def make_policy():
+    return policy
+
+
+def broken_factory():
+    raise RuntimeError("no weights here")
 """
 
 
@@ -326,6 +347,11 @@ def test_cli_fit_critics_and_evaluate_a_module_policy(tmp_path, toy_env_id, caps
     # an attack at budget 0 alone is refused here as for --run agents
     assert main([*ev, "--attacks", "mad", "--eps", "0"]) == 2
     assert "a budget of 0" in capsys.readouterr().err
+    # a module cut from autograd: MAD refuses it instead of reporting its starting points
+    nograd = ["evaluate", "--policy", f"{src}:nograd", *common, "--episodes", "2"]
+    assert main([*nograd, "--num-envs", "2", "--attacks", "mad", "--action-std", "0.3"]) == 2
+    err = capsys.readouterr().err
+    assert "outside autograd" in err and len(err.strip().splitlines()) == 1, err
     # a black box: gradient attackers refused with the clear message, random works
     bb = ["evaluate", "--policy", f"{src}:blackbox", *common, "--episodes", "2"]
     assert main([*bb, "--attacks", "random"]) == 0
@@ -419,3 +445,24 @@ def test_damaged_sb3_zips_get_one_line_errors(tmp_path, sb3):
             load_sb3(tmp_path / name, env_id="SafetyCarRun-v0")
         text = str(raised.value)
         assert name in text and "weights_only" not in text and "\n" not in text, text
+
+
+def test_a_policy_module_that_fails_is_a_one_line_error(tmp_path, toy_env_id, capsys):
+    """The user's code raising while imported or while building the policy, or a factory
+    named without its call: one line naming --policy, not a traceback."""
+    from robustsafe.cli import main
+
+    src = tmp_path / "mypolicy.py"
+    src.write_text(POLICY_FILE)
+    bad = tmp_path / "raises.py"
+    bad.write_text("raise RuntimeError('cannot load the checkpoint')\n")
+    common = ["--env", toy_env_id, "--env-workers", "0", "--episodes", "1", "--num-envs", "1"]
+    for spec, words in (
+        (f"{bad}:policy", "importing it raised RuntimeError: cannot load the checkpoint"),
+        (f"{src}:broken_factory()", "calling broken_factory() raised RuntimeError: no weights"),
+        (f"{src}:make_policy", f"call it: {src}:make_policy()"),
+    ):
+        assert main(["evaluate", "--policy", spec, *common]) == 2, spec
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and words in err and "--policy" in err, err
+    assert main(["evaluate", "--policy", f"{src}:make_policy()", *common]) == 0

@@ -35,6 +35,14 @@ _ADAM_BETA2 = 0.999
 _ADAM_EPS = 1e-12  # gradients of critics w.r.t. observations can be small; keep Adam sign-like
 
 
+NO_GRADIENT = (
+    "a gradient attack found no gradient of the policy's action with respect to the "
+    "observation: the policy computes it outside autograd (torch.no_grad, numpy, .detach), so "
+    "MAD / AMAD / MC / MR cannot move it and their rows would show only their starting points. "
+    "Make its forward differentiable, or attack it as a black box (random)"
+)
+
+
 def sgld_noise(like: Tensor, lr: float, beta: float, generator: RNG) -> Tensor:
     """Langevin noise for one gradient, ``N(0, 2 / (beta * lr))`` per entry (paper Algorithm 4).
 
@@ -140,11 +148,10 @@ def _ascend(
             else:
                 x.requires_grad_(True)
                 f_graph = objective(x, context)
-                if f_graph.requires_grad:
-                    (grad,) = torch.autograd.grad(f_graph.sum(), x, allow_unused=True)
-                else:  # an objective that ignores the observation
-                    grad = None
-                if grad is None:
+                if not f_graph.requires_grad:  # zeros would "attack" with the start alone
+                    raise TypeError(NO_GRADIENT)
+                (grad,) = torch.autograd.grad(f_graph.sum(), x, allow_unused=True)
+                if grad is None:  # differentiable, but the action ignores the observation
                     grad = torch.zeros_like(x)
                 f = f_graph.detach()
                 del f_graph, x

@@ -89,12 +89,25 @@ def test_without_tolerances_every_step_runs():
 
     def objective(x, ctx):
         calls.append(x.shape[0])
-        return torch.zeros(x.shape[0])
+        return (0.0 * x).sum(dim=-1)  # flat: every step's objective ties the last one
 
     obs = torch.zeros(3, 2)
     cfg = AttackConfig(steps=6, tol_obj=0.0)
     gradient_ascent(objective, obs, {"obs": obs}, 0.1, cfg, torch.Generator())
     assert calls == [3] * 7
+
+
+def test_an_objective_cut_from_the_observation_is_refused():
+    """A policy computed outside autograd gives no gradient: the ascent refuses, where zeros
+    would report its starting points as an attack."""
+
+    def objective(x, ctx):
+        with torch.no_grad():
+            return x.sum(dim=-1)
+
+    obs = torch.zeros(3, 2)
+    with pytest.raises(TypeError, match="outside autograd"):
+        gradient_ascent(objective, obs, {"obs": obs}, 0.1, AttackConfig(), torch.Generator())
 
 
 def test_scale_changes_the_geometry():
