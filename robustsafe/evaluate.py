@@ -420,7 +420,7 @@ def evaluate_policy(
     """
     from robustsafe.critics import QCritics
     from robustsafe.fit_critics import load_critics
-    from robustsafe.policy import as_policy
+    from robustsafe.policy import as_policy, check_policy_output
 
     policy = as_policy(policy)
     if isinstance(critics, (str, Path)):
@@ -431,7 +431,18 @@ def evaluate_policy(
     own = isinstance(env, str)
     vec = VectorEnv(env, min(num_envs, episodes), seed=seed, workers=workers) if own else env
     try:
+        if critics is not None:  # before any episode: critics fitted on another task
+            first = next(m for m in critics.q_cost.modules() if isinstance(m, torch.nn.Linear))
+            if first.in_features != vec.obs_dim + vec.act_dim:
+                raise ValueError(
+                    f"the critics take {first.in_features} inputs (observation + action), "
+                    f"the env {vec.obs_dim} + {vec.act_dim}: they were fitted on another task"
+                )
         agent = PolicyAgent(policy, critics, _PolicyConfig(_POLICY_TASK))
+        check_compatible(agent, vec)  # type: ignore[arg-type]  # sizes first: the clearer word
+        # as the episodes will run it: in float64 (a module that insists on float32 fails here)
+        actor = float64_agent(agent).actor  # type: ignore[arg-type]
+        check_policy_output(actor, vec.obs_dim, vec.act_dim, torch.float64)
         return evaluate_agent(
             agent,  # type: ignore[arg-type]
             vec,

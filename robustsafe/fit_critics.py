@@ -150,7 +150,7 @@ def fit_policy_critics(
     built and closed). The policy explores with Gaussian noise (module docstring). The critics
     take raw observations (no normaliser) and use the paper's critic settings unless ``cfg``.
     """
-    from robustsafe.policy import as_policy, black_box_error
+    from robustsafe.policy import as_policy, black_box_error, check_policy_output, policy_dtype
 
     policy = as_policy(policy)
     if not getattr(policy, "differentiable", True):
@@ -165,6 +165,7 @@ def fit_policy_critics(
         ):
             if d is not None and d != e:
                 raise ValueError(f"the policy's {name} size is {d}; {vec.env_id}'s is {e}")
+        check_policy_output(policy, vec.obs_dim, vec.act_dim, policy_dtype(policy) or torch.float64)
         std = resolve_exploration_std(policy, vec.act_dim, exploration_std)
         actor = ExplorationActor(policy, std).eval()
         critics, _ = _fit(

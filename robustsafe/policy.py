@@ -473,6 +473,28 @@ def load_policy_spec(spec: str, action_std: float | None = None) -> Policy:
     return as_policy(obj, action_std)
 
 
+def check_policy_output(policy: Policy, obs_dim: int, act_dim: int, dtype: torch.dtype) -> None:
+    """ValueError, one line, unless ``policy`` maps a batch of two observations (zeros, in
+    ``dtype``: no env is stepped) to a finite (2, ``act_dim``) tensor of actions: a policy that
+    returns a list, the wrong width, NaN, or fails on ``dtype``, before any episode runs."""
+    try:
+        with torch.no_grad():
+            act = policy.deterministic_action(torch.zeros(2, obs_dim, dtype=dtype))
+    except Exception as err:
+        raise ValueError(
+            f"the policy fails on a batch of {dtype} observations ({_error_line(err)})"
+        ) from None
+    if not isinstance(act, Tensor):
+        raise ValueError(f"the policy returned a {type(act).__name__}, not a tensor of actions")
+    if tuple(act.shape) != (2, act_dim):
+        raise ValueError(
+            f"the policy returned actions of shape {tuple(act.shape)} for 2 observations; the "
+            f"env takes ({act_dim},) each"
+        )
+    if not bool(torch.isfinite(act).all()):
+        raise ValueError("the policy returned a non-finite action (NaN or inf)")
+
+
 def _error_line(err: BaseException) -> str:
     lines = str(err).strip().splitlines()
     return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__

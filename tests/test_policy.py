@@ -325,6 +325,24 @@ def make_policy():
 
 def broken_factory():
     raise RuntimeError("no weights here")
+
+
+class _Out(nn.Module):  # a policy whose output is wrong in one of several ways
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.net = nn.Linear(2, 3 if kind == "wide" else 1)
+
+    def forward(self, obs):
+        if self.kind == "float32":  # fine in float32, fails on a float64 copy
+            return torch.tanh(self.net(obs.float()))
+        act = torch.tanh(self.net(obs))
+        if self.kind == "list":
+            return act[:, 0].tolist()
+        return act * float("nan") if self.kind == "nan" else act
+
+
+out_list, out_wide, out_nan, out_float32 = (_Out(k) for k in ("list", "wide", "nan", "float32"))
 """
 
 
@@ -466,3 +484,41 @@ def test_a_policy_module_that_fails_is_a_one_line_error(tmp_path, toy_env_id, ca
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and words in err and "--policy" in err, err
     assert main(["evaluate", "--policy", f"{src}:make_policy()", *common]) == 0
+
+
+def test_critics_of_another_task_are_refused_before_any_episode(tmp_path, toy_env_id):
+    from torch import nn
+
+    from robustsafe.critics import QCritics
+    from robustsafe.evaluate import evaluate_policy
+    from robustsafe.fit_critics import save_critics
+
+    other = tmp_path / "other.pt"  # a task with 5-dimensional observations; the toy has 2
+    save_critics(other, QCritics(5, 1, (8, 8)), 5, 1)
+    policy = nn.Sequential(nn.Linear(2, 1), nn.Tanh())
+    with pytest.raises(ValueError, match="take 6 inputs .* the env 2 \\+ 1: .*another task"):
+        evaluate_policy(policy, toy_env_id, attacks=("mc",), critics=other, episodes=1)
+
+
+def test_a_policy_with_bad_actions_is_refused_before_any_episode(tmp_path, toy_env_id, capsys):
+    from robustsafe.cli import main
+
+    src = tmp_path / "mypolicy.py"
+    src.write_text(POLICY_FILE)
+    common = ["--env", toy_env_id, "--env-workers", "0", "--num-envs", "1"]
+    cases = {
+        "list": "returned a list, not a tensor",
+        "wide": "shape (2, 3) for 2 observations; the env takes (1,)",
+        "nan": "non-finite action",
+        "float32": "fails on a batch of torch.float64 observations",
+    }
+    for kind, words in cases.items():
+        spec = f"{src}:out_{kind}"
+        commands = [["evaluate", "--policy", spec, *common, "--episodes", "1"]]
+        if kind != "float32":  # fit-critics runs a module in its own dtype: float32 is fine
+            fit = ["fit-critics", "--policy", spec, *common, "--steps", "40"]
+            commands.append([*fit, "--out", str(tmp_path / "c.pt")])
+        for argv in commands:
+            assert main(argv) == 2, (kind, argv[0])
+            err = capsys.readouterr().err
+            assert len(err.strip().splitlines()) == 1 and words in err, (kind, err)
