@@ -422,6 +422,8 @@ def evaluate_policy(
     from robustsafe.fit_critics import load_critics
     from robustsafe.policy import as_policy, check_policy_output
 
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be an integer >= 1, got {episodes!r}")
     policy = as_policy(policy)
     if isinstance(critics, (str, Path)):
         critics = load_critics(critics)

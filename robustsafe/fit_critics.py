@@ -150,11 +150,16 @@ def fit_policy_critics(
     built and closed). The policy explores with Gaussian noise (module docstring). The critics
     take raw observations (no normaliser) and use the paper's critic settings unless ``cfg``.
     """
-    from robustsafe.policy import as_policy, black_box_error, check_policy_output, policy_dtype
+    from robustsafe.policy import as_policy, check_policy_output, policy_dtype
 
     policy = as_policy(policy)
     if not getattr(policy, "differentiable", True):
-        raise black_box_error("mc", policy)  # critics serve only the gradient attackers
+        raise TypeError(  # critics serve only the gradient attackers
+            f"{type(policy).__name__} is a black box (not torch-differentiable): Q critics serve "
+            "the attackers that follow gradients through the policy (MC, MR, AMAD), which "
+            "cannot attack it; attack it with random (no critics needed), or wrap a torch "
+            "module with TorchPolicy"
+        )
     own = isinstance(vec, str)
     if own:
         vec = VectorEnv(vec, num_envs, seed=seed, workers=workers)

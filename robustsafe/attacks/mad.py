@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from robustsafe.attacks.ascent import gradient_ascent
-from robustsafe.attacks.base import Attacker
+from robustsafe.attacks.base import Attacker, _as_actor_input
 from robustsafe.attacks.config import MAD_DEFAULTS, AttackConfig
 from robustsafe.attacks.rng import RNG, select_rows
 from robustsafe.critics import QCritics
@@ -78,10 +78,14 @@ def amad_threshold(actor: Policy, critics: QCritics, natural_obs: Tensor, xi: fl
     """
     if not 0.0 <= xi <= 1.0:
         raise ValueError(f"xi must be in [0, 1], got {xi}")
+    if critics is None:
+        raise ValueError("amad_threshold needs the agent's Q critics (Q_c), got None")
+    natural_obs = torch.as_tensor(natural_obs)  # numpy too, as the attackers take it
     if natural_obs.dim() != 2 or natural_obs.shape[0] == 0:
         raise ValueError(
-            f"natural_obs must be a non-empty (n, obs_dim) tensor, got {natural_obs.shape}"
+            f"natural_obs must be a non-empty (n, obs_dim) tensor, got {tuple(natural_obs.shape)}"
         )
+    natural_obs = _as_actor_input(actor, natural_obs)  # width checked, the actor's dtype
     values = cost_values(actor, critics, natural_obs).double()
     return float(torch.quantile(values, 1.0 - xi))
 
