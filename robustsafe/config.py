@@ -16,6 +16,10 @@ from typing import Any
 from robustsafe.critics import CriticConfig
 from robustsafe.pid import PIDConfig
 
+# The widest hidden layer a setting may ask for (the paper's are 128 / 256 wide): a typo of a
+# few digits more would otherwise fail deep in torch's allocator.
+MAX_HIDDEN = 65_536
+
 
 @dataclass(frozen=True)
 class PPOLagConfig:
@@ -52,9 +56,9 @@ class PPOLagConfig:
         if self.minibatch_size is not None and self.minibatch_size < 1:
             raise ValueError(f"minibatch_size must be >= 1 or None, got {self.minibatch_size}")
         _positive_or_none(self, "actor_max_grad_norm", "critic_max_grad_norm")
-        if not self.hidden or any(h < 1 for h in self.hidden):
+        if not self.hidden or any(not 1 <= h <= MAX_HIDDEN for h in self.hidden):
             raise ValueError(
-                f"hidden must be a non-empty list of positive sizes, got {self.hidden}"
+                f"hidden must be a non-empty list of sizes in [1, {MAX_HIDDEN}], got {self.hidden}"
             )
         if not 0.0 <= self.actor_average < 1.0:
             raise ValueError(f"ppo.actor_average must be in [0, 1), got {self.actor_average}")

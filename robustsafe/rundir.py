@@ -77,14 +77,33 @@ def with_settings_of_its_time(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` refusing a key given twice in one mapping (plain YAML keeps the
+    last silently: a settings file's first ``ppo:`` block would be lost)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_yaml(path: Path) -> Any:
-    """``yaml.safe_load`` of a file (never executes code); ValueError naming the file."""
+    """A YAML file's data (safe loading: never executes code; a key given twice in a mapping
+    refused); ValueError naming the file."""
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as err:
         where = getattr(err, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
-        raise ValueError(f"{path}: not valid YAML{line}") from None
+        why = getattr(err, "problem", None)
+        detail = f": {why}" if why and "given twice" in why else ""
+        raise ValueError(f"{path}: not valid YAML{line}{detail}") from None
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: {err}") from None
     except RecursionError:
@@ -93,7 +112,7 @@ def _read_yaml(path: Path) -> Any:
 
 def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:
     """The settings of ``robustsafe train --config FILE``: a YAML mapping in the format of a run
-    directory's ``config.yaml`` (read with ``yaml.safe_load``), any subset of its keys.
+    directory's ``config.yaml`` (read safely, a key given twice refused), any subset of its keys.
 
     Returns the values that name a run (``NAMING_SETTINGS``: ``{"env": ..., "seed": ...,
     "preset": ..., "algo": ..., "mode": ...}``, those the file gives) and every other setting as

@@ -20,6 +20,8 @@ the natural episodes of the video, not those of the evaluation.
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,25 +135,32 @@ def side_by_side(natural: Episode, attacked: Episode, title: str) -> list[np.nda
 
 
 def write_video(frames: Sequence[np.ndarray], path: Path, fps: int) -> Path:
-    """MP4 with imageio-ffmpeg if installed, else a GIF next to ``path``; returns the path."""
+    """MP4 with imageio-ffmpeg if installed, else a GIF next to ``path``; returns the path.
+    Written to a temporary file beside it, then renamed: a kill leaves the earlier video."""
     import imageio.v2 as imageio
 
     try:
         import imageio_ffmpeg  # noqa: F401
     except ImportError:
         path = path.with_suffix(".gif")
-        # Pillow merges identical consecutive GIF frames (a held frame would vanish): a parity
-        # bit in one corner pixel keeps one GIF frame per step.
-        marked = []
-        for i, f in enumerate(frames):
-            f = np.array(f, copy=True)
-            f[-1, -1, 0] = (int(f[-1, -1, 0]) & 0xFE) | (i & 1)
-            marked.append(f)
-        imageio.mimsave(path, marked, duration=1000 / fps, loop=0)
-        return path
-    with imageio.get_writer(path, fps=fps, codec="libx264", macro_block_size=1) as w:
-        for f in frames:
-            w.append_data(f)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")  # the suffix picks the format
+    try:
+        if path.suffix == ".gif":
+            # Pillow merges identical consecutive GIF frames (a held frame would vanish): a
+            # parity bit in one corner pixel keeps one GIF frame per step.
+            marked = []
+            for i, f in enumerate(frames):
+                f = np.array(f, copy=True)
+                f[-1, -1, 0] = (int(f[-1, -1, 0]) & 0xFE) | (i & 1)
+                marked.append(f)
+            imageio.mimsave(tmp, marked, duration=1000 / fps, loop=0)
+        else:
+            with imageio.get_writer(tmp, fps=fps, codec="libx264", macro_block_size=1) as w:
+                for f in frames:
+                    w.append_data(f)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -179,9 +188,17 @@ def check_video_request(
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     if fps < 1:
         raise ValueError(f"the frame rate must be >= 1 frame per second, got {fps}")
+    if not str(out_dir):
+        raise ValueError("the video folder is empty: name one (--video DIR)")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} is a file, not a directory")
+    try:  # made now, so that a path that cannot be written fails before the episodes
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as err:
+        raise ValueError(f"cannot write videos in {out}: {err.strerror or err}") from None
     return attackers
 
 

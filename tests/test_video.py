@@ -101,6 +101,8 @@ def test_cli_video_checks_before_evaluating(toy_agent_dir, tmp_path, capsys):  #
     for extra, words in [
         ([*video, "--video-fps", "0"], "the frame rate must be >= 1 frame per second, got 0"),
         (["--video", str(notes)], f"{notes} is a file, not a directory"),
+        (["--video", str(notes / "sub")], f"cannot write videos in {notes / 'sub'}"),
+        (["--video", ""], "the video folder is empty"),
     ]:
         assert main([*args, *extra]) == 2
         printed = capsys.readouterr()
@@ -148,3 +150,27 @@ def test_gif_without_imageio_ffmpeg(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # import fails: not installed
     path = write_video(frames, tmp_path / "v.mp4", fps=10)
     assert path == tmp_path / "v.gif" and count_frames(path) == 5
+
+
+def test_a_video_write_that_fails_keeps_the_earlier_video(tmp_path, monkeypatch):
+    """The video goes to a temporary file renamed at the end: a write stopped half-way (a
+    kill, a full disk) leaves the video of the last run whole, and no temporary file."""
+    import sys
+
+    import imageio.v2 as imageio
+
+    from robustsafe.video import write_video
+
+    frames = [np.full((16, 24, 3), 40 * k, np.uint8) for k in range(5)]
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
+    path = write_video(frames, tmp_path / "v.mp4", fps=10)
+    before = path.read_bytes()
+
+    def stopped(target, *args, **kwargs):
+        open(target, "wb").write(b"half a GIF")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(imageio, "mimsave", stopped)
+    with pytest.raises(OSError):
+        write_video(frames[::-1], tmp_path / "v.mp4", fps=10)
+    assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == [path]

@@ -201,6 +201,11 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
     )
     from robustsafe.fit_critics import load_critics
 
+    if args.video is not None:
+        raise CLIError(
+            "--video records --run agents (their renders); a --policy or --sb3 "
+            "policy is evaluated without video"
+        )
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     if args.attack_space != "raw":

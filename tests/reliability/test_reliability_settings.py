@@ -65,3 +65,20 @@ def test_one_thing_spelled_two_ways_is_one_entry(cli_run, tmp_path):
     args += ["--episodes", "2", "--env-workers", "0", "--no-progress", "--out", str(out)]
     assert main(args) == 0
     assert [r["attack"] for r in json.loads(out.read_text())["results"]] == ["none", "mix:0.5"]
+
+
+def test_a_settings_file_with_a_key_given_twice_is_refused(tmp_path, capsys):
+    """Plain YAML keeps the last of two ``ppo:`` blocks silently: the first one's gamma would
+    be lost."""
+    settings = tmp_path / "s.yaml"
+    settings.write_text("ppo:\n  gamma: 0.9\nppo:\n  actor_lr: 0.002\n")
+    assert cli_train(tmp_path / "run", "--config", str(settings)) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "the key 'ppo' is given twice" in err and "line 3" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_hidden_layer_beyond_any_use_is_refused(tmp_path, capsys):
+    assert cli_train(tmp_path / "run", "--set", "ppo.hidden=[99999999999]") == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "sizes in [1, 65536]" in err, err
