@@ -33,6 +33,14 @@ def unsafe_entry_probability(cmdp: CMDP) -> FloatArray:
     return cmdp.transitions[:, :, unsafe_states(cmdp)].sum(axis=2).max(axis=1)
 
 
+def _check_nonnegative(**values: float | ArrayLike) -> None:
+    """ValueError naming the first argument that is not a finite number >= 0 (everywhere)."""
+    for name, value in values.items():
+        v = np.asarray(value, dtype=float)
+        if not (np.all(np.isfinite(v)) and np.all(v >= 0)):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+
+
 def one_step_bound(cmdp: CMDP, lipschitz: float | ArrayLike, eps: float) -> FloatArray:
     """Right-hand side of Theorem 2 (Eq. 1-step-bound) for every state, shape (S,).
 
@@ -40,6 +48,7 @@ def one_step_bound(cmdp: CMDP, lipschitz: float | ArrayLike, eps: float) -> Floa
     """
     g, c_m = cmdp.gamma, cmdp.c_m
     lip = np.broadcast_to(np.asarray(lipschitz, dtype=float), (cmdp.n_states,))
+    _check_nonnegative(eps=eps, lipschitz=lip)
     return 2.0 * lip * eps * (unsafe_entry_probability(cmdp) * c_m + g * c_m / (1.0 - g))
 
 
@@ -52,6 +61,9 @@ def episodic_bound(
     and then uses V_c^pi(mu_0) <= kappa for a feasible pi, so the baseline form holds for any pi.
     """
     g, c_m = cmdp.gamma, cmdp.c_m
+    _check_nonnegative(eps=eps, lipschitz=lipschitz)
+    if baseline is not None:
+        _check_nonnegative(baseline=baseline)
     base = cmdp.kappa if baseline is None else baseline
     p_max = float(unsafe_entry_probability(cmdp).max())
     horizon = 1.0 / (1.0 - g) + 4.0 * g * lipschitz * eps / (1.0 - g) ** 2

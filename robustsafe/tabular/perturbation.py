@@ -108,6 +108,8 @@ def lipschitz_constants(
         raise ValueError(f"policy has {tv.shape[0]} states but metric has {d.shape[0]}")
     mask = ~np.eye(d.shape[0], dtype=bool)
     if radius is not None:
+        if not (np.isfinite(radius) and radius >= 0):
+            raise ValueError(f"radius must be a finite number >= 0, got {radius}")
         mask &= d <= radius * (1.0 + RADIUS_RTOL)
     ratio = np.where(mask, tv / np.where(mask, d, 1.0), 0.0)
     return ratio.max(axis=1)

@@ -343,3 +343,21 @@ def test_theorem2_is_attained_up_to_its_factor_two():
     bound = one_step_bound(cmdp, lipschitz_constant(pi, metric), 1.0)[0]
     assert increase == pytest.approx(1.0)
     assert bound == pytest.approx(2.0)
+
+
+def test_the_bounds_refuse_a_negative_or_missing_budget_or_constant():
+    """A negative eps, L, baseline or radius used to return a number (a negative bound)."""
+    cmdp, rng = make_cmdp(0, 3, 2, 0.9)
+    policy = random_policy(rng, 3, 2)
+    metric = metric_from_coordinates(np.arange(3.0))
+    assert one_step_bound(cmdp, 1.0, 0.5).min() >= 0 and episodic_bound(cmdp, 1.0, 0.5) >= 0
+    for call, name in (
+        (lambda: one_step_bound(cmdp, 1.0, -1.0), "eps"),
+        (lambda: one_step_bound(cmdp, [1.0, -1.0, 1.0], 0.5), "lipschitz"),
+        (lambda: episodic_bound(cmdp, 1.0, float("nan")), "eps"),
+        (lambda: episodic_bound(cmdp, -1.0, 0.5), "lipschitz"),
+        (lambda: episodic_bound(cmdp, 1.0, 0.5, baseline=-5.0), "baseline"),
+        (lambda: lipschitz_constant(policy, metric, radius=-1.0), "radius"),
+    ):
+        with pytest.raises(ValueError, match=f"{name} must be a finite number >= 0"):
+            call()
