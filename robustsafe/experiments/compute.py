@@ -52,6 +52,7 @@ machine, which ``--machine-factor`` gives without measuring again.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -360,6 +361,20 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _local_wall_time(spec, seconds: Sequence[float], cores: int) -> str:
+    """The grid's wall time here: the runs at a time that fit the machine (each run's rate was
+    measured on ``cpus_per_run`` cores: more runs at once share them, and go no faster), and
+    never less than its longest run."""
+    fit = max(1, min(spec.workers, cores // spec.cpus_per_run, len(seconds)))
+    wall = max(sum(seconds) / fit, max(seconds, default=0.0))
+    asked = (
+        f", not the {spec.workers} asked: {cores} cores, {spec.cpus_per_run} per run"
+        if fit < min(spec.workers, len(seconds))
+        else ""
+    )
+    return f"{_duration(wall)} here with {fit} at a time{asked}"
+
+
 def format_cost(
     spec,
     plan: Sequence,
@@ -397,7 +412,7 @@ def format_cost(
         f"{spec.cpus_per_run} cores per run"
     )
     if spec.backend == "local":
-        line += f"; {_duration(total / spec.workers)} with {spec.workers} at a time here"
+        line += "; " + _local_wall_time(spec, [c.seconds for c in costs], os.cpu_count() or 1)
     else:
         line += "; on Ray: run-hours / the cluster's runs at a time (CPUs // cpus_per_run)"
     lines.append(line)

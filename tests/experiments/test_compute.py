@@ -279,3 +279,20 @@ def test_runs_of_another_processor_are_left_out_of_the_rates(tmp_path):
     assert script.on_the_rates_machine(run("here", [script.RATES_CPU, script.RATES_CPU]))
     assert not script.on_the_rates_machine(run("there", ["Intel(R) Xeon(R) Processor"]))
     assert not script.on_the_rates_machine(run("resumed", [script.RATES_CPU, "Intel(R) Xeon"]))
+
+
+def test_the_wall_time_here_counts_only_the_runs_the_machine_fits():
+    """Each run's rate was measured on cpus_per_run cores: asking for more runs at once than
+    the cores fit does not shorten the grid, and no grid is shorter than its longest run."""
+    from types import SimpleNamespace
+
+    from robustsafe.experiments.compute import _duration, _local_wall_time
+
+    four = [100.0, 100.0, 100.0, 300.0]
+    spec = SimpleNamespace(workers=4, cpus_per_run=2)
+    assert _local_wall_time(spec, four, cores=2) == (
+        f"{_duration(600.0)} here with 1 at a time, not the 4 asked: 2 cores, 2 per run"
+    )
+    assert _local_wall_time(spec, four, cores=8) == f"{_duration(300.0)} here with 4 at a time"
+    many = SimpleNamespace(workers=1000, cpus_per_run=1)  # "0 s" before
+    assert _local_wall_time(many, four, cores=4000) == f"{_duration(300.0)} here with 4 at a time"
