@@ -474,12 +474,14 @@ def load_policy_spec(spec: str, action_std: float | None = None) -> Policy:
 
 
 def check_policy_output(policy: Policy, obs_dim: int, act_dim: int, dtype: torch.dtype) -> None:
-    """ValueError, one line, unless ``policy`` maps a batch of two observations (zeros, in
-    ``dtype``: no env is stepped) to a finite (2, ``act_dim``) tensor of actions: a policy that
-    returns a list, the wrong width, NaN, or fails on ``dtype``, before any episode runs."""
+    """ValueError, one line, unless ``policy`` maps a batch of two observations (made up, in
+    ``dtype``: no env is stepped; neither all zeros, where a policy dividing by the observation's
+    norm would be NaN) to a finite (2, ``act_dim``) tensor of actions: a policy that returns a
+    list, the wrong width, NaN, or fails on ``dtype``, before any episode runs."""
+    probe = torch.stack([torch.full((obs_dim,), 0.5), torch.linspace(-1.0, 1.0, obs_dim) + 0.1])
     try:
         with torch.no_grad():
-            act = policy.deterministic_action(torch.zeros(2, obs_dim, dtype=dtype))
+            act = policy.deterministic_action(probe.to(dtype))
     except Exception as err:
         raise ValueError(
             f"the policy fails on a batch of {dtype} observations ({_error_line(err)})"
@@ -491,8 +493,12 @@ def check_policy_output(policy: Policy, obs_dim: int, act_dim: int, dtype: torch
             f"the policy returned actions of shape {tuple(act.shape)} for 2 observations; the "
             f"env takes ({act_dim},) each"
         )
-    if not bool(torch.isfinite(act).all()):
-        raise ValueError("the policy returned a non-finite action (NaN or inf)")
+    bad = ~torch.isfinite(act).all(dim=1)
+    if bool(bad.any()):
+        raise ValueError(
+            "the policy returned a non-finite action (NaN or inf) for observation "
+            f"{probe[bad][0].tolist()}"
+        )
 
 
 def _error_line(err: BaseException) -> str:

@@ -525,3 +525,20 @@ def test_a_policy_with_bad_actions_is_refused_before_any_episode(tmp_path, toy_e
             assert main(argv) == 2, (kind, argv[0])
             err = capsys.readouterr().err
             assert len(err.strip().splitlines()) == 1 and words in err, (kind, err)
+
+
+def test_the_output_probe_does_not_feed_all_zero_observations():
+    """A policy that divides by the observation's norm is fine on every real observation; the
+    probe must not refuse it as NaN."""
+    import torch
+    from torch import nn
+
+    from robustsafe.policy import as_policy, check_policy_output
+
+    class Direction(nn.Module):
+        def forward(self, obs):
+            return (obs / obs.norm(dim=1, keepdim=True))[:, :1]
+
+    check_policy_output(as_policy(Direction()), 2, 1, torch.float64)
+    with pytest.raises(ValueError, match="shape \\(2, 1\\) for 2 observations; the env takes"):
+        check_policy_output(as_policy(Direction()), 2, 3, torch.float64)
