@@ -434,6 +434,12 @@ def evaluate_policy(
     vec = VectorEnv(env, min(num_envs, episodes), seed=seed, workers=workers) if own else env
     try:
         if critics is not None:  # before any episode: critics fitted on another task
+            fitted_on = getattr(critics, "env_id", None)  # recorded in their file
+            if fitted_on is not None and fitted_on != vec.env_id:
+                raise ValueError(
+                    f"the critics were fitted on {fitted_on}, not {vec.env_id}: fit them on "
+                    "this task (fit-critics --env)"
+                )
             first = next(m for m in critics.q_cost.modules() if isinstance(m, torch.nn.Linear))
             if first.in_features != vec.obs_dim + vec.act_dim:
                 raise ValueError(

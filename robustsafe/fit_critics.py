@@ -195,8 +195,12 @@ def fit_policy_critics(
 CRITICS_FORMAT = "robustsafe-critics"
 
 
-def save_critics(path, critics: QCritics, obs_dim: int, act_dim: int) -> None:
-    """A critics file (tensors and plain values only: loads with ``weights_only=True``)."""
+def save_critics(
+    path, critics: QCritics, obs_dim: int, act_dim: int, env_id: str | None = None
+) -> None:
+    """A critics file (tensors and plain values only: loads with ``weights_only=True``);
+    ``env_id``, the task they were fitted on, is recorded (``load_critics`` sets it as the
+    critics' ``env_id``) so that an evaluation on another task can refuse them."""
     from robustsafe.agent import atomic_torch_save
 
     hidden = [m.out_features for m in critics.q_cost.heads[0] if isinstance(m, torch.nn.Linear)]
@@ -208,6 +212,7 @@ def save_critics(path, critics: QCritics, obs_dim: int, act_dim: int) -> None:
             "act_dim": act_dim,
             "hidden": hidden[:-1],
             "cost_scale": float(critics.cost_scale),
+            "env_id": env_id,
             "critics": critics.state_dict(),
         },
         Path(path),
@@ -234,4 +239,6 @@ def load_critics(path) -> QCritics:
     except (KeyError, TypeError, ValueError, RuntimeError) as err:  # edited or damaged
         reason = f"no {err}" if isinstance(err, KeyError) else " ".join(str(err).split())[:240]
         raise ValueError(f"critics file {path} is damaged or inconsistent ({reason})") from None
+    env_id = data.get("env_id")  # files from before it was recorded: None
+    critics.env_id = env_id if isinstance(env_id, str) else None
     return critics.eval().requires_grad_(False)

@@ -542,3 +542,28 @@ def test_the_output_probe_does_not_feed_all_zero_observations():
     check_policy_output(as_policy(Direction()), 2, 1, torch.float64)
     with pytest.raises(ValueError, match="shape \\(2, 1\\) for 2 observations; the env takes"):
         check_policy_output(as_policy(Direction()), 2, 3, torch.float64)
+
+
+def test_critics_record_their_task_and_another_task_refuses_them(tmp_path, toy_env_id, capsys):
+    from torch import nn
+
+    from robustsafe.cli import main
+    from robustsafe.critics import QCritics
+    from robustsafe.evaluate import evaluate_policy
+    from robustsafe.fit_critics import load_critics, save_critics
+
+    src = tmp_path / "mypolicy.py"
+    src.write_text(POLICY_FILE)
+    fitted = tmp_path / "critics.pt"
+    fit = ["fit-critics", "--policy", f"{src}:policy", "--env", toy_env_id, "--env-workers", "0"]
+    assert main([*fit, "--steps", "40", "--num-envs", "2", "--out", str(fitted)]) == 0
+    assert load_critics(fitted).env_id == toy_env_id
+    other = tmp_path / "other.pt"  # the same sizes, fitted on another task
+    save_critics(other, QCritics(2, 1, (8, 8)), 2, 1, env_id="SafetyBallRun-v0")
+    policy = nn.Sequential(nn.Linear(2, 1), nn.Tanh())
+    with pytest.raises(ValueError, match=f"fitted on SafetyBallRun-v0, not {toy_env_id}"):
+        evaluate_policy(policy, toy_env_id, attacks=("mc",), critics=other, episodes=1)
+    old = tmp_path / "old.pt"  # a file from before the task was recorded: accepted
+    save_critics(old, QCritics(2, 1, (8, 8)), 2, 1)
+    assert load_critics(old).env_id is None
+    evaluate_policy(policy, toy_env_id, attacks=("mc",), critics=old, episodes=1)

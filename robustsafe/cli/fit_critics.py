@@ -114,7 +114,9 @@ def _fit_critics_foreign(args: argparse.Namespace) -> int:
         raise CLIError(str(err)) from None
     finally:
         vec.close()
-    _write_or_keep(out, lambda path: save_critics(path, critics, vec.obs_dim, vec.act_dim))
+    _write_or_keep(
+        out, lambda path: save_critics(path, critics, vec.obs_dim, vec.act_dim, args.env)
+    )
     print(f"critics written to {out}; use them with evaluate --critics {out}")
     return 0
 
