@@ -53,7 +53,7 @@ import torch
 from torch import Tensor, nn
 from torch.distributions import Normal
 
-from robustsafe.runstate import load_error_reason
+from robustsafe.runstate import first_line, load_error_reason
 
 # The attackers that never differentiate through the policy (the black box's choice).
 GRADIENT_FREE_ATTACKERS = ("none", "random")
@@ -502,8 +502,8 @@ def check_policy_output(policy: Policy, obs_dim: int, act_dim: int, dtype: torch
 
 
 def _error_line(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+    """``TypeName: first line of the message``: a user's code's error, in one line."""
+    return f"{type(err).__name__}: {first_line(err)}" if str(err).strip() else type(err).__name__
 
 
 def _takes_no_argument(fn: Any) -> bool:
