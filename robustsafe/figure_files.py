@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from robustsafe.runstate import write_text_atomic
+
 
 def save_figure(fig, prefix: Path, csv_text: str) -> list[Path]:
     """Write ``fig`` as ``<prefix>.png`` and ``<prefix>.pdf`` (the same bytes every time) and
@@ -21,7 +23,5 @@ def save_figure(fig, prefix: Path, csv_text: str) -> list[Path]:
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:
         pyplot.close(fig)
-    tmp = paths[2].with_name(f".{paths[2].name}.tmp")
-    tmp.write_text(csv_text)
-    tmp.replace(paths[2])
+    write_text_atomic(paths[2], csv_text)
     return paths

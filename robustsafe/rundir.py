@@ -29,12 +29,7 @@ from typing import Any
 import yaml
 
 from robustsafe.config import NAMING_SETTINGS, TrainConfig, from_dict, to_dict
-from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state, write_bytes_atomic
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """``path`` holds ``text`` or what it held before, whatever stops this process."""
-    write_bytes_atomic(path, text.encode())
+from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state, write_text_atomic
 
 
 def load_run_config(run_dir: Path) -> TrainConfig:

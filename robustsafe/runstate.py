@@ -117,6 +117,20 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """``path`` holds ``text`` (UTF-8) or what it held before, whatever stops this process.
+
+    A file name that is not UTF-8 (read by Python with its bytes escaped) is written with those
+    bytes as ``\\xNN``: the text stays UTF-8 and names the folder readably.
+    """
+    try:
+        readable = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        data = readable.encode()
+    except UnicodeEncodeError:  # a surrogate no file name makes (from a JSON file's escapes)
+        data = text.encode("utf-8", "backslashreplace")
+    write_bytes_atomic(path, data)
+
+
 def _unlink_quietly(path: str) -> None:
     try:
         os.unlink(path)

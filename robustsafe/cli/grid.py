@@ -180,7 +180,12 @@ def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.appendix import write_appendix
     from robustsafe.experiments.runs_table import write_runs_tables
     from robustsafe.experiments.table import collect_table
-    from robustsafe.experiments.table_format import CSV_FIELDS, format_markdown, write_tables
+    from robustsafe.experiments.table_format import (
+        CSV_FIELDS,
+        format_markdown,
+        staged_files,
+        write_tables,
+    )
 
     runs = Path(args.runs_dir)
     if not runs.is_dir():  # before --out, which depends on it
@@ -195,10 +200,12 @@ def cmd_table(args: argparse.Namespace) -> int:
     try:
         table = collect_table(runs, average=args.average)
         print(format_markdown(table))
-        paths = write_tables(runs, prefix, table=table)
-        paths += write_runs_tables(runs, prefix, table=table)
-        if not args.no_appendix:
-            paths += write_appendix(runs, prefix, table=table)
+        with staged_files(prefix) as staged:  # every file, or none if one fails
+            written = write_tables(runs, staged, table=table)
+            written += write_runs_tables(runs, staged, table=table)
+            if not args.no_appendix:
+                written += write_appendix(runs, staged, table=table)
+        paths = [prefix.parent / p.name for p in written]
     except (FileNotFoundError, ValueError) as err:
         raise CLIError(str(err)) from None
     print("written: " + ", ".join(str(p) for p in paths))

@@ -76,6 +76,8 @@ def read_json(path: str | PathLike) -> Any:
     """The JSON value in ``path`` (data only: no code runs); ValueError naming the file if it
     cannot be read, is not JSON, nests deeper than Python's recursion allows, or holds an
     integer with more digits than a float holds (they would fail later, far from the file)."""
+    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would wait for a writer
+        raise ValueError(f"{path}: cannot read it (not a regular file)")
     try:
         return json.loads(Path(path).read_text(), parse_int=_float_sized_int)
     except (OSError, ValueError) as err:

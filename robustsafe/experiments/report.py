@@ -37,6 +37,7 @@ import yaml
 
 from robustsafe.experiments.eval_files import find_named, walk_files
 from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
+from robustsafe.runstate import write_text_atomic
 
 REPORT_NAME = "report.html"
 _CSS = """
@@ -321,10 +322,7 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
         f"<title>RobustSafe report: {html.escape(str(root))}</title>\n"
         f"<style>{_CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
     )
-    page.parent.mkdir(parents=True, exist_ok=True)
-    tmp_page = page.with_name(f".{page.name}.tmp")
-    tmp_page.write_text(text)
-    tmp_page.replace(page)
+    write_text_atomic(page, text)
     return page, notes
 
 

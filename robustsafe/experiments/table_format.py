@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
 
@@ -20,6 +24,7 @@ from robustsafe.experiments.table import (
     ResultsTable,
     collect_table,
 )
+from robustsafe.runstate import write_text_atomic
 
 CSV_FIELDS = (
     "env",
@@ -239,6 +244,22 @@ def write_tables(
     )
 
 
+@contextmanager
+def staged_files(out_prefix: str | PathLike) -> Iterator[Path]:
+    """A prefix in a new hidden folder beside ``out_prefix``: the files written under it move
+    beside ``out_prefix`` together when the block ends, and none does if it raises (a late
+    error, such as a bad figure input, leaves every earlier table file as it was)."""
+    prefix = Path(out_prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(dir=prefix.parent, prefix=".staged-"))
+    try:
+        yield stage / prefix.name
+        for staged in sorted(stage.iterdir()):
+            os.replace(staged, prefix.parent / staged.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 def write_prefixed(out_prefix: str | PathLike, texts: Iterable[tuple[str, str]]) -> list[Path]:
     """Write each (suffix, text) to ``<prefix><suffix>`` atomically; returns the paths."""
     prefix = Path(out_prefix)
@@ -246,8 +267,6 @@ def write_prefixed(out_prefix: str | PathLike, texts: Iterable[tuple[str, str]])
     paths = []
     for suffix, text in texts:
         path = prefix.with_name(prefix.name + suffix)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_text_atomic(path, text)
         paths.append(path)
     return paths

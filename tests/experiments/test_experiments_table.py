@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -385,3 +386,57 @@ def test_a_note_when_a_row_pools_evaluations_of_different_actions(tmp_path):
     mixed = [n for n in notes if "different actions" in n]
     assert len(mixed) == 1 and "PPOL-vanilla" in mixed[0]
     assert "(mean)" in mixed[0] and "E[clip(a)]" in mixed[0]
+
+
+def test_a_run_folder_whose_name_is_not_utf8_is_named_with_its_bytes(tmp_path, capsys):
+    """The runs table names the folder (``bad\\xff``) and every file is written (the write
+    failed on the name after table.md had been replaced)."""
+    from robustsafe.cli import main
+
+    runs = tmp_path / "runs"
+    write_eval(runs, "vanilla", 0, uniform(500.0, 1.0))
+    odd = runs / os.fsdecode(b"bad\xff")
+    odd.mkdir()
+    other = write_eval(tmp_path / "elsewhere", "vanilla", 1, uniform(400.0, 1.0))
+    (odd / "eval.json").write_text(other.read_text())
+    assert main(["table", str(runs)]) == 0
+    assert "| bad\\xff |" in (runs / "table-runs.md").read_text(encoding="utf-8")
+    assert (runs / "table-appendix.md").exists()
+
+
+def test_a_late_failure_leaves_every_table_file_as_it_was(tmp_path, capsys, monkeypatch):
+    """table writes all its files or none: an error in the appendix keeps table.md's old text."""
+    from robustsafe.cli import main
+    from robustsafe.experiments import appendix
+
+    write_eval(tmp_path, "vanilla", 0, uniform(500.0, 1.0))
+    assert main(["table", str(tmp_path)]) == 0
+    before = {p.name: p.read_text() for p in tmp_path.iterdir() if p.is_file()}
+    write_eval(tmp_path, "vanilla", 1, uniform(400.0, 2.0))  # the tables would change
+
+    def failing(*args, **kwargs):
+        raise ValueError("an unreadable figure input")
+
+    monkeypatch.setattr(appendix, "write_appendix", failing)
+    capsys.readouterr()
+    assert main(["table", str(tmp_path)]) == 2
+    assert "an unreadable figure input" in capsys.readouterr().err
+    after = {p.name: p.read_text() for p in tmp_path.iterdir() if p.is_file()}
+    assert after == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_fifo_named_eval_json_is_refused_not_waited_on(tmp_path):
+    import signal
+
+    from robustsafe.experiments.eval_files import read_json
+
+    fifo = tmp_path / "eval.json"
+    os.mkfifo(fifo)
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("read_json waited on a FIFO"))
+    signal.alarm(5)
+    try:
+        with pytest.raises(ValueError, match="not a regular file"):
+            read_json(fifo)
+    finally:
+        signal.alarm(0)
