@@ -5,6 +5,7 @@ in ``robustsafe.presets``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import types
@@ -718,9 +719,24 @@ def _as_number(value: Any, where: str, kind: type) -> Any:
 
 def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConfig:
     """Apply ``KEY=VALUE`` overrides (``ppo.actor_lr=1e-3``; values read as YAML scalars)."""
+    return checked_config(merge_sets(to_dict(cfg), sets))
+
+
+def checked_config(data: dict[str, Any]) -> TrainConfig:
+    """The settings in ``data`` (``to_dict``'s form), checked together; ValueError."""
+    try:
+        return from_dict(TrainConfig, data)
+    except TypeError as err:
+        raise ValueError(str(err)) from None
+
+
+def merge_sets(data: dict[str, Any], sets: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``data`` (``to_dict``'s form) with ``KEY=VALUE`` overrides, each checked on its own (a
+    known key, a value YAML reads); the settings are checked together by ``checked_config``,
+    so that an override may depend on a later one (``num_envs`` and ``steps_per_epoch``)."""
     import yaml
 
-    data = to_dict(cfg)
+    data = copy.deepcopy(data)
     for item in sets:
         if "=" not in item:
             raise ValueError(
@@ -751,7 +767,4 @@ def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConf
         except yaml.YAMLError as err:
             problem = getattr(err, "problem", None) or type(err).__name__
             raise ValueError(f"--set {key}: not a valid value ({problem}): {raw!r}") from None
-    try:
-        return from_dict(TrainConfig, data)
-    except TypeError as err:
-        raise ValueError(str(err)) from None
+    return data

@@ -33,9 +33,11 @@ from robustsafe.config import (
     RobustConfig,
     SACLagConfig,
     TrainConfig,
-    apply_sets,
     check_algo,
     check_mode,
+    checked_config,
+    merge_sets,
+    to_dict,
 )
 from robustsafe.pid import PIDConfig
 
@@ -362,17 +364,17 @@ def resolve(
     """The settings of ``robustsafe train``: the preset, then a settings file's values
     (``file_sets``, as ``--set`` items: ``rundir.load_settings_file``), then the workers / envs /
     normaliser options, then ``--set`` overrides, then the run length. Raises ValueError."""
-    cfg = preset(env_id, preset_name, mode=mode, algo=algo, seed=seed)
-    cfg = apply_sets(cfg, file_sets)
-    overrides: dict[str, Any] = {}
+    data = merge_sets(
+        to_dict(preset(env_id, preset_name, mode=mode, algo=algo, seed=seed)), file_sets
+    )
     if workers is not None:
-        overrides["workers"] = workers
+        data["workers"] = workers
     if num_envs is not None:
-        overrides["num_envs"] = num_envs
+        data["num_envs"] = num_envs
     if obs_norm:
-        overrides["obs_normalization"] = True
-    cfg = replace(cfg, **overrides) if overrides else cfg
-    cfg = apply_sets(cfg, sets)
+        data["obs_normalization"] = True
+    data = merge_sets(data, sets)
+    cfg = checked_config(data)  # checked together: any override may depend on a later one
     if epochs is not None:
         cfg = replace(cfg, epochs=epochs)
     if total_steps is not None:

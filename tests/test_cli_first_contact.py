@@ -132,6 +132,19 @@ def test_bad_settings_are_refused_naming_the_setting(item, message):
     assert str(err.value).startswith(message)
 
 
+def test_settings_from_every_source_are_checked_together(tmp_path):
+    """--num-envs (or a file's num_envs) with --set steps_per_epoch: the final settings are
+    valid, so neither source is refused for the preset's steps_per_epoch it replaces."""
+    cfg, _ = _settings("--num-envs", "3", "--set", "steps_per_epoch=1200")
+    assert (cfg.num_envs, cfg.steps_per_epoch) == (3, 1200)
+    file = tmp_path / "settings.yaml"
+    file.write_text("num_envs: 3\n")
+    cfg, _ = _settings("--config", str(file), "--set", "steps_per_epoch=1200")
+    assert (cfg.num_envs, cfg.steps_per_epoch) == (3, 1200)
+    with pytest.raises(CLIError, match=r"steps_per_epoch \(4000\) must be a multiple of num_envs"):
+        _settings("--config", str(file))  # the final settings are checked all the same
+
+
 def test_config_file_precedence_preset_then_file_then_options(tmp_path):
     base = preset("SafetyCarRun-v0", DEFAULT_PRESET)
     file = tmp_path / "settings.yaml"

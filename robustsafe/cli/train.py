@@ -103,13 +103,14 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
                     "to; copy it elsewhere, pass --resume to continue that run, or --force to "
                     "replace it"
                 )
-            if file_sets:  # the file's own errors name the file
-                from robustsafe.config import apply_sets
+            if file_sets:  # the file's own errors name the file (each setting on its own: the
+                # settings are checked together, with the options and --set, by resolve)
+                from robustsafe.config import merge_sets, to_dict
                 from robustsafe.presets import preset
 
                 base = preset(named["env"], named["preset"], mode=named["mode"], algo=named["algo"])
                 try:
-                    apply_sets(base, file_sets)
+                    merge_sets(to_dict(base), file_sets)
                 except ValueError as err:
                     raise ValueError(f"--config {args.config}: {err}") from None
             cfg = resolve(
