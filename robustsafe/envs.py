@@ -22,6 +22,7 @@ import contextlib
 import importlib
 import multiprocessing as mp
 import random
+import signal
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -487,6 +488,9 @@ def _error_reply(err: Exception) -> tuple[str, tuple[bool, str, str]]:
 
 
 def _worker(pipe: Any, env_id: str, seed: int, indices: list[int], kwargs: dict) -> None:
+    # Ctrl-C reaches the whole process group: the parent answers it (and closes the workers);
+    # a worker stopped mid-step would print a traceback of the simulator instead
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         group = _EnvGroup(env_id, seed, indices, kwargs)
         pipe.send(("ok", group.spaces()))

@@ -241,3 +241,19 @@ def test_an_env_id_from_a_file_imports_no_module_it_names(tmp_path, monkeypatch)
 
     assert marker.exists() and env_id_from_file("filemod:X-v0", "agent.pt") == "filemod:X-v0"
     monkeypatch.delitem(sys.modules, "filemod")
+
+
+def test_env_workers_leave_ctrl_c_to_the_parent():
+    """A terminal's Ctrl-C reaches every process of the group; the parent answers it (one line)
+    and closes the workers. A worker that took it stopped (mid-step, with the simulator's
+    traceback): here one is sent SIGINT alone and the envs still step."""
+    import os
+    import signal
+    import time
+
+    with VectorEnv("SafetyCarRun-v0", 2, seed=0, workers=2) as vec:
+        vec.reset()
+        os.kill(vec._procs[0].pid, signal.SIGINT)
+        time.sleep(0.5)
+        step = vec.step(np.zeros((2, vec.act_dim)))
+        assert vec._procs[0].is_alive() and step.obs.shape[0] == 2
