@@ -189,6 +189,7 @@ class SACLagConfig:
         _positive(self, "actor_lr", "critic_lr", "batch_size", "replay_size", "alpha_lr")
         _positive(self, "steps_per_collect", "updates_per_step")
         _n_step(self)
+        _replay_checks(self)
         if not isinstance(self.learn_alpha, bool):
             raise ValueError(f"sac.learn_alpha must be true or false, got {self.learn_alpha!r}")
         if self.target_entropy is not None and not math.isfinite(self.target_entropy):
@@ -263,6 +264,11 @@ class CVPOConfig:
         _positive(self, "sample_actions", "estep_kl", "dual_init", "dual_max", "dual_iters")
         _positive(self, "kl_mean", "kl_std", "mstep_iters", "actor_lr", "critic_lr")
         _positive(self, "batch_size", "replay_size", "steps_per_collect", "updates_per_step")
+        _replay_checks(self)
+        if self.sample_actions > MAX_SAMPLE_ACTIONS:
+            raise ValueError(
+                f"sample_actions must be <= {MAX_SAMPLE_ACTIONS}, got {self.sample_actions}"
+            )
         if min(self.alpha_mean_lr, self.alpha_std_lr, self.alpha_mean_max) < 0:
             raise ValueError("alpha_mean_lr, alpha_std_lr and alpha_*_max must be >= 0")
         if self.alpha_std_max < 0 or self.update_after < 0 or self.cost_limit < 0:
@@ -573,6 +579,15 @@ class TrainConfig:
                 f"steps_per_epoch ({self.steps_per_epoch}) must be a multiple of num_envs "
                 f"({self.num_envs})"
             )
+        if self.algo in OFF_POLICY_ALGOS:  # a fraction left at an epoch's end is not carried
+            group = "sac" if self.algo == "sac-lag" else "cvpo"
+            rate = getattr(self, group).updates_per_step
+            updates = rate * self.steps_per_epoch
+            if updates < 1 or abs(updates - round(updates)) > 1e-6:
+                raise ValueError(
+                    f"{group}.updates_per_step ({rate}) x steps_per_epoch ({self.steps_per_epoch})"
+                    f" must be a whole number >= 1 of gradient steps per epoch, got {updates:g}"
+                )
 
     @property
     def rollout_length(self) -> int:
@@ -600,6 +615,35 @@ class TrainConfig:
         return {} if self.episode_steps is None else {"max_episode_steps": self.episode_steps}
 
 
+# Upper bounds of the off-policy settings: a typo beyond them fails with a traceback or a hang
+# after the envs start (a 25 TiB buffer, 1e9 updates per step, a window of a million steps).
+MAX_REPLAY = 100_000_000
+MAX_BATCH = 1_048_576
+MAX_UPDATES_PER_STEP = 1_000
+MAX_N_STEP = 100
+MAX_SAMPLE_ACTIONS = 4_096
+
+
+def _replay_checks(obj: Any) -> None:
+    """The replay buffer's settings of an off-policy learner, beyond each being > 0."""
+    for name, bound in (
+        ("replay_size", MAX_REPLAY),
+        ("batch_size", MAX_BATCH),
+        ("updates_per_step", MAX_UPDATES_PER_STEP),
+    ):
+        if getattr(obj, name) > bound:
+            raise ValueError(f"{name} must be <= {bound:,}, got {getattr(obj, name)}")
+    if obj.batch_size > obj.replay_size:
+        raise ValueError(
+            f"batch_size ({obj.batch_size}) must be <= replay_size ({obj.replay_size})"
+        )
+    if obj.update_after > obj.replay_size:  # the buffer would never hold enough: no update
+        raise ValueError(
+            f"update_after ({obj.update_after}) must be <= replay_size ({obj.replay_size}): "
+            "the buffer never holds that many transitions, so no gradient step would be taken"
+        )
+
+
 def _positive(obj: Any, *names: str) -> None:
     for name in names:
         if getattr(obj, name) <= 0:
@@ -608,8 +652,8 @@ def _positive(obj: Any, *names: str) -> None:
 
 def _n_step(obj: Any) -> None:
     n = obj.n_step
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n_step must be an integer >= 1, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_N_STEP:
+        raise ValueError(f"n_step must be an integer in [1, {MAX_N_STEP}], got {n!r}")
 
 
 def _positive_or_none(obj: Any, *names: str) -> None:

@@ -400,8 +400,8 @@ def _off_policy_epoch(
     parts: list[CollectResult] = []
     sums: dict[str, float] = {}
     steps = 0
-    # gradient steps due but not yet taken: a fraction carries over to the epoch's next chunk,
-    # and is dropped at the epoch's end (none is left with the presets' whole-number ratios)
+    # gradient steps due but not yet taken: a fraction carries over to the epoch's next chunk;
+    # an epoch's steps are a whole number (TrainConfig checks it), so none is left at its end
     owed = 0.0
     t_update = 0.0
     done = 0
@@ -415,7 +415,7 @@ def _off_policy_epoch(
             learner.add(part.rollout)
             if learner.replay.size >= max(sc.update_after, 1):
                 owed += sc.updates_per_step * part.rollout.size
-                while owed >= 1.0:
+                while owed >= 1.0 - 1e-9:  # 0.4 added ten times is 3.9999999999999996
                     owed -= 1.0
                     batch = learner.replay.sample(sc.batch_size, np_rng)
                     if next_view is not None:

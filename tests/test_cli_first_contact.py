@@ -132,6 +132,42 @@ def test_bad_settings_are_refused_naming_the_setting(item, message):
     assert str(err.value).startswith(message)
 
 
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        # settings that trained nothing or failed after the envs started (a memory error, a
+        # hang, an ever-growing n-step window)
+        ("sac.replay_size=500", "sac.update_after (1000) must be <= replay_size (500)"),
+        ("cvpo.batch_size=300000", "cvpo.batch_size (300000) must be <= replay_size (200000)"),
+        ("sac.replay_size=1000000000000", "sac.replay_size must be <= 100,000,000"),
+        ("sac.batch_size=100000000000", "sac.batch_size must be <= 1,048,576"),
+        ("sac.updates_per_step=1e9", "sac.updates_per_step must be <= 1,000"),
+        ("sac.n_step=1000000", "sac.n_step must be an integer in [1, 100]"),
+        ("cvpo.sample_actions=1000000000", "cvpo.sample_actions must be <= 4096"),
+    ],
+)
+def test_off_policy_settings_that_could_not_train_are_refused(item, message):
+    with pytest.raises(CLIError) as err:
+        _settings("--algo", "cvpo" if item.startswith("cvpo") else "sac-lag", "--set", item)
+    assert str(err.value).startswith(message)
+
+
+def test_an_off_policy_epoch_takes_a_whole_number_of_gradient_steps():
+    """The fraction left at an epoch's end is not carried over: 0.002 x 400 steps would take no
+    gradient step at all."""
+    with pytest.raises(CLIError, match=r"must be a whole number >= 1 of gradient steps"):
+        _settings(
+            "--algo",
+            "sac-lag",
+            "--set",
+            "steps_per_epoch=400",
+            "--set",
+            "sac.updates_per_step=0.002",
+        )
+    cfg, _ = _settings("--algo", "sac-lag", "--set", "sac.updates_per_step=0.5")
+    assert cfg.sac.updates_per_step * cfg.steps_per_epoch >= 1
+
+
 def test_settings_from_every_source_are_checked_together(tmp_path):
     """--num-envs (or a file's num_envs) with --set steps_per_epoch: the final settings are
     valid, so neither source is refused for the preset's steps_per_epoch it replaces."""

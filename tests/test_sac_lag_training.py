@@ -59,6 +59,16 @@ def sac_train(out: Path, *extra: str) -> int:
     return cli_train("sac-lag", out, TINY, *extra)
 
 
+def test_an_epoch_takes_every_gradient_step_it_owes(tmp_path):
+    """0.03 x 10 steps per chunk, ten chunks: 3 gradient steps, though 0.3 added ten times is
+    2.9999999999999996 (the third step was lost)."""
+    run = tmp_path / "run"
+    extra = ["--set", "steps_per_epoch=100", "--set", "sac.updates_per_step=0.03"]
+    assert sac_train(run, "--epochs", "1", *extra, "--set", "sac.update_after=0") == 0
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    assert [float(r["gradient_steps"]) for r in rows] == [3.0]
+
+
 def test_cli_trains_sac_lag_and_attacks_use_its_critics(tmp_path):
     run = tmp_path / "run"
     assert sac_train(run, "--epochs", "2") == 0
