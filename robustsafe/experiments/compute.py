@@ -375,6 +375,16 @@ def _local_wall_time(spec, seconds: Sequence[float], cores: int) -> str:
     return f"{_duration(wall)} here with {fit} at a time{asked}"
 
 
+def _hours(hours: float) -> str:
+    """Hours to a precision the number keeps: 8529, 24.3, 0.53, 0.0011 (every total alike, so
+    run-hours and core-hours read the same way: not 0.0 = 0.1)."""
+    if hours >= 10:
+        return f"{hours:,.0f}"
+    if hours >= 0.1:
+        return f"{hours:.1f}"
+    return f"{hours:.2g}"
+
+
 def format_cost(
     spec,
     plan: Sequence,
@@ -408,7 +418,7 @@ def format_cost(
     line = (
         f"total: {len(costs)} runs, {steps:,} training env steps, "
         f"{sum(c.eval_steps for c in costs):,} evaluation env steps; "
-        f"{total / 3600:.1f} run-hours = {core_h:.{0 if core_h >= 10 else 1}f} core-hours at "
+        f"{_hours(total / 3600)} run-hours = {_hours(core_h)} core-hours at "
         f"{spec.cpus_per_run} cores per run"
     )
     if spec.backend == "local":

@@ -178,6 +178,19 @@ def test_run_costs_follow_the_plan(tmp_path):
     )
 
 
+def test_hours_keep_their_precision_alike():
+    """run-hours and core-hours by one rule: a tiny grid read "0.0 run-hours = 0.1 core-hours"."""
+    from robustsafe.experiments.compute import _hours
+
+    assert [_hours(h) for h in (0.0376, 0.075, 0.53, 24.34, 8529.4)] == [
+        "0.038",
+        "0.075",
+        "0.5",
+        "24",
+        "8,529",
+    ]
+
+
 def test_dry_run_prints_the_cost(tmp_path):
     cmd = [sys.executable, "-m", "robustsafe.cli", "grid", "--envs", "SafetyCarCircle-v0"]
     cmd += ["--modes", "vanilla,sa-mr", "--preset", "paper", "--out", str(tmp_path), "--dry-run"]

@@ -104,12 +104,22 @@ def test_spec_validation(tmp_path):
         (dict(train_args=("--lr", "1")), "unsupported --lr"),
         (dict(train_args=("--epochs", "x")), "invalid int"),
         (dict(envs=("a.b:Toy-v0", "c.d:Toy-v0")), "share the run directory"),
+        # a learner that names its alpha, and --set giving another (the name would lie)
+        (
+            dict(algos=("sac-lag:0.01",), train_args=("--set", "sac.alpha=0.5")),
+            "--set sac.alpha with a learner sac-lag:ALPHA",
+        ),
+        # the preset's alpha spelled as a variant: the same runs twice
+        (dict(algos=("sac-lag", "sac-lag:0.001")), "sac-lag and sac-lag:0.001 train the same"),
+        (dict(eval_workers=-1), r"eval_workers \(--eval-env-workers\) must be"),
     ]
     for kwargs, message in bad:
         args = dict(envs=("A-v0",), out=tmp_path)
         args.update(kwargs)
         with pytest.raises(ValueError, match=message):
             GridSpec(**args)
+    alphas = GridSpec(envs=("A-v0",), out=tmp_path, algos=("sac-lag", "sac-lag:0.01"))
+    assert alphas.algos == ("sac-lag", "sac-lag:0.01")  # the preset's 0.001 and 0.01
     two = GridSpec(envs=("A-v0",), out=tmp_path, modes=("adv-mix:0.5", "adv-mix:0.7"))
     assert two.modes == ("adv-mix:0.5", "adv-mix:0.7")  # two weights are two modes
     a = parse_train_args(["--epochs", "3", "--set", "a=1", "--set=b=2", "--obs-norm"])

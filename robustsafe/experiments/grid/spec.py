@@ -216,19 +216,24 @@ class GridSpec:
                 raise ValueError(f"seeds must be non-negative integers, got {seed}")
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; accepted: {', '.join(PRESETS)}")
-        for name, low in (("workers", 1), ("episodes", 1), ("eval_seed", 0), ("cpus_per_run", 1)):
+        for name, low in (
+            ("workers", 1),
+            ("episodes", 1),
+            ("eval_seed", 0),
+            ("cpus_per_run", 1),
+            ("eval_workers", 0),
+            ("eval_num_envs", 1),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        for name, low in (("eval_workers", 0), ("eval_num_envs", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+                raise ValueError(
+                    f"{name} ({_OPTIONS[name]}) must be an integer >= {low}, got {value!r}"
+                )
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; accepted: {', '.join(BACKENDS)}")
         _check_attacks(self.attacks)
         _check_extras(self)
-        parse_train_args(self.train_args)
+        _check_learner_variants(self)
         dirs: dict[str, str] = {}
         for env in self.envs:
             other = dirs.setdefault(env_dir_name(env), env)
@@ -254,6 +259,42 @@ class GridSpec:
             for m in self.modes
             for s in self.seeds
         ]
+
+
+# The grid's options of GridSpec's fields whose names differ (their errors name both).
+_OPTIONS = {
+    "workers": "--parallel-runs",
+    "episodes": "--episodes",
+    "eval_seed": "--eval-seed",
+    "cpus_per_run": "--cpus-per-run",
+    "eval_workers": "--eval-env-workers",
+    "eval_num_envs": "--eval-num-envs",
+}
+
+
+def _check_learner_variants(spec: GridSpec) -> None:
+    """``sac-lag:ALPHA`` names its runs' alpha: a ``--set sac.alpha`` would make the name lie,
+    and two learners with one alpha (``sac-lag`` at the preset's, ``sac-lag:0.001``) would train
+    the same runs twice (and the table would refuse the seeds counted twice)."""
+    sets = parse_train_args(spec.train_args).sets
+    if any(":" in a for a in spec.algos) and any(s.startswith("sac.alpha=") for s in sets):
+        raise ValueError(
+            "--set sac.alpha with a learner sac-lag:ALPHA, which names its alpha: give the "
+            "alphas as learners (--algos sac-lag:0.1,sac-lag:0.01) and drop --set sac.alpha"
+        )
+    sac = [a for a in spec.algos if split_algo(a)[0] == "sac-lag"]
+    if len(sac) < 2:
+        return
+    for env in spec.envs:
+        by_alpha: dict[float, str] = {}
+        for algo in sac:
+            alpha = resolve_train_config(spec, env, spec.modes[0], spec.seeds[0], algo).sac.alpha
+            other = by_alpha.setdefault(alpha, algo)
+            if other != algo:
+                raise ValueError(
+                    f"learners {other} and {algo} train the same runs on {env} (alpha {alpha}); "
+                    "list one of them"
+                )
 
 
 def env_dir_name(env_id: str) -> str:
