@@ -62,10 +62,10 @@ class PPOLagConfig:
                 f"hidden must be a non-empty list of sizes in [1, {MAX_HIDDEN}], got {self.hidden}"
             )
         if not 0.0 <= self.actor_average < 1.0:
-            raise ValueError(f"ppo.actor_average must be in [0, 1), got {self.actor_average}")
+            raise ValueError(f"actor_average must be in [0, 1), got {self.actor_average}")
         # exp(log std) must stay a usable float32 standard deviation (e^-20 to e^5 ~ 148)
         if not -20.0 <= self.init_log_std <= 5.0:
-            raise ValueError(f"ppo.init_log_std must be in [-20, 5], got {self.init_log_std}")
+            raise ValueError(f"init_log_std must be in [-20, 5], got {self.init_log_std}")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class FOCOPSConfig:
         if self.cost_limit < 0:
             raise ValueError(f"cost_limit must be >= 0, got {self.cost_limit}")
         if not 0.0 <= self.actor_average < 1.0:
-            raise ValueError(f"focops.actor_average must be in [0, 1), got {self.actor_average}")
+            raise ValueError(f"actor_average must be in [0, 1), got {self.actor_average}")
 
 
 @dataclass(frozen=True)
@@ -191,29 +191,26 @@ class SACLagConfig:
         _n_step(self)
         _replay_checks(self)
         if not isinstance(self.learn_alpha, bool):
-            raise ValueError(f"sac.learn_alpha must be true or false, got {self.learn_alpha!r}")
+            raise ValueError(f"learn_alpha must be true or false, got {self.learn_alpha!r}")
         if self.target_entropy is not None and not math.isfinite(self.target_entropy):
             raise ValueError(f"target_entropy must be finite, got {self.target_entropy}")
         if self.learn_alpha and self.alpha <= 0:
             raise ValueError(f"learn_alpha needs alpha > 0 to start from, got {self.alpha}")
         if not isinstance(self.rescale, bool):
-            raise ValueError(f"sac.rescale must be true or false, got {self.rescale!r}")
+            raise ValueError(f"rescale must be true or false, got {self.rescale!r}")
         if not isinstance(self.floor_cost_targets, bool):
             raise ValueError(
-                f"sac.floor_cost_targets must be true or false, got {self.floor_cost_targets!r}"
+                f"floor_cost_targets must be true or false, got {self.floor_cost_targets!r}"
             )
         if self.multiplier not in ("gradient", "pid"):
-            raise ValueError(f"sac.multiplier must be 'gradient' or 'pid', got {self.multiplier!r}")
-        if self.alpha < 0 or self.lambda_init < 0 or self.lambda_lr < 0 or self.update_after < 0:
-            raise ValueError("alpha, lambda_init, lambda_lr and update_after must be >= 0")
-        if self.cost_limit < 0:
-            raise ValueError(f"cost_limit must be >= 0, got {self.cost_limit}")
+            raise ValueError(f"multiplier must be 'gradient' or 'pid', got {self.multiplier!r}")
+        _non_negative(self, "alpha", "lambda_init", "lambda_lr", "update_after", "cost_limit")
         if not 0.0 <= self.gamma < 1.0:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
         if not 0.0 <= self.polyak < 1.0:
             raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
         if not 0.0 <= self.actor_average < 1.0:
-            raise ValueError(f"sac.actor_average must be in [0, 1), got {self.actor_average}")
+            raise ValueError(f"actor_average must be in [0, 1), got {self.actor_average}")
 
 
 @dataclass(frozen=True)
@@ -269,10 +266,8 @@ class CVPOConfig:
             raise ValueError(
                 f"sample_actions must be <= {MAX_SAMPLE_ACTIONS}, got {self.sample_actions}"
             )
-        if min(self.alpha_mean_lr, self.alpha_std_lr, self.alpha_mean_max) < 0:
-            raise ValueError("alpha_mean_lr, alpha_std_lr and alpha_*_max must be >= 0")
-        if self.alpha_std_max < 0 or self.update_after < 0 or self.cost_limit < 0:
-            raise ValueError("alpha_std_max, update_after and cost_limit must be >= 0")
+        _non_negative(self, "alpha_mean_lr", "alpha_std_lr", "alpha_mean_max", "alpha_std_max")
+        _non_negative(self, "update_after", "cost_limit")
         if self.dual_init > self.dual_max:
             raise ValueError(f"dual_init ({self.dual_init}) must be <= dual_max ({self.dual_max})")
         _positive_or_none(self, "actor_max_grad_norm")
@@ -642,6 +637,12 @@ def _replay_checks(obj: Any) -> None:
             f"update_after ({obj.update_after}) must be <= replay_size ({obj.replay_size}): "
             "the buffer never holds that many transitions, so no gradient step would be taken"
         )
+
+
+def _non_negative(obj: Any, *names: str) -> None:
+    for name in names:
+        if getattr(obj, name) < 0:
+            raise ValueError(f"{name} must be >= 0, got {getattr(obj, name)}")
 
 
 def _positive(obj: Any, *names: str) -> None:

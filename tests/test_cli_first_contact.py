@@ -104,6 +104,12 @@ def _settings(*argv: str):
         ("pid.cost_limit=-5", "pid.cost_limit must be >= 0, got -5.0"),
         ("focops.cost_limit=-1", "focops.cost_limit must be >= 0, got -1.0"),
         ("sac.cost_limit=-1", "sac.cost_limit must be >= 0, got -1.0"),
+        # each named once, with its value (it read "sac: sac.multiplier ..." and "alpha,
+        # lambda_init, lambda_lr and update_after must be >= 0")
+        ("sac.multiplier=foo", "sac.multiplier must be 'gradient' or 'pid', got 'foo'"),
+        ("ppo.init_log_std=9", "ppo.init_log_std must be in [-20, 5], got 9.0"),
+        ("sac.lambda_lr=-1", "sac.lambda_lr must be >= 0, got -1.0"),
+        ("cvpo.alpha_std_max=-1", "cvpo.alpha_std_max must be >= 0, got -1.0"),
         ("checkpoint_every=-1", "checkpoint_every must be >= 0, got -1"),
         # a negative cap would flip the clipped gradient's sign: ascent, silently
         ("ppo.actor_max_grad_norm=-1", "ppo.actor_max_grad_norm must be > 0 or None"),

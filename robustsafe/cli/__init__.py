@@ -88,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    except MemoryError as err:  # a setting too large for this machine: one line, no trace
+        reason = (str(err).strip().splitlines() or ["no detail"])[0]
+        print(f"robustsafe {args.command}: error: out of memory ({reason})", file=sys.stderr)
+        return 2
     except OSError as err:  # the machine's fault (disk full, permissions): one line, no trace
         where = f": {err.filename}" if err.filename else ""
         print(f"robustsafe {args.command}: error: {_os_reason(err)}{where}", file=sys.stderr)

@@ -136,3 +136,17 @@ def test_a_non_finite_observation_statistic_is_divergence_too(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert one_line_error(err) and "diverged in epoch 2 (non-finite actor" in err, err
     assert _epochs(out) == [1] and all_finite(load_agent(out).actor)
+
+
+def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
+    """A buffer or batch too large for the machine (numpy's MemoryError) is the command's one
+    line, not a traceback."""
+    import robustsafe.train
+
+    def fails(*args, **kwargs):
+        raise MemoryError("Unable to allocate 25.5 TiB for an array with shape (10**12, 7)")
+
+    monkeypatch.setattr(robustsafe.train, "train", fails)
+    assert cli_train(tmp_path / "run", "--epochs", "1") == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "out of memory (Unable to allocate 25.5 TiB" in err, err
