@@ -280,7 +280,7 @@ def test_q_targets_discount_each_transition_by_its_own_gamma_power():
 @pytest.mark.parametrize("bad", [0, 1.5, True])
 def test_n_step_must_be_a_positive_integer(bad):
     for cls in (SACLagConfig, CVPOConfig):
-        with pytest.raises(ValueError, match="n_step must be an integer >= 1"):
+        with pytest.raises(ValueError, match=r"n_step must be an integer in \[1, 100\]"):
             cls(n_step=bad)
 
 

@@ -292,7 +292,7 @@ def test_pid_multiplier_follows_the_epochs_episode_costs(tmp_path):
 
 def test_pid_multiplier_is_the_default_and_bad_names_are_refused():
     assert preset("SafetyCarRun-v0", "fast", algo="sac-lag").sac.multiplier == "pid"
-    with pytest.raises(ValueError, match="sac.multiplier"):
+    with pytest.raises(ValueError, match="multiplier must be .gradient. or .pid."):
         SACLagConfig(multiplier="pi")
 
 
