@@ -14,7 +14,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from robustsafe.experiments.names import LEARNED_ALPHA, known_algo_form
+from robustsafe.experiments.names import known_algo_form, learner_group
 
 
 @dataclass(frozen=True)
@@ -129,14 +129,7 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
         epsilons[attack] = float(eps)
     seed = data.get("train_seed")
     epoch = data.get("agent_epoch")
-    algo = data.get("train_algo", "ppol")
-    if not isinstance(algo, str) or not known_algo_form(algo):
-        raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
-    alpha = data.get("train_alpha")
-    if algo == "sac-lag" and data.get("train_alpha_learned") is True:
-        algo = f"sac-lag:{LEARNED_ALPHA}"  # not one of the appendix's fixed weights
-    elif algo == "sac-lag" and _is_number(alpha):
-        algo = f"sac-lag:{alpha:g}"  # one group of rows per entropy weight
+    algo = evaluated_learner(data, path)
     return EvalFile(
         algo=algo,
         path=path,
@@ -150,6 +143,15 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
         actions=data.get("actions") if isinstance(data.get("actions"), str) else None,
         cost_limit=float(limit) if _is_number(limit := data.get("cost_limit")) else None,
     )
+
+
+def evaluated_learner(data: dict, path: str | PathLike) -> str:
+    """The learner of an evaluation as the tables and figures group it: its name, and SAC-Lag's
+    entropy weight (``sac-lag:0.1``, ``sac-lag:learned``: one group per weight); ValueError."""
+    algo = data.get("train_algo", "ppol")
+    if not isinstance(algo, str) or not known_algo_form(algo):
+        raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
+    return learner_group(algo, data.get("train_alpha"), data.get("train_alpha_learned"))
 
 
 def episode_records(records: object, where: str) -> tuple[tuple[float, float], ...]:

@@ -61,6 +61,18 @@ def _other_method_name(mode: str, learner: str) -> str:
     return f"{learner} {mode}"
 
 
+def learner_group(algo: str, alpha: object, learned: object) -> str:
+    """The learner as the tables and figures group runs: its name, and SAC-Lag's entropy weight
+    (``sac-lag:0.1``; ``sac-lag:learned`` with a learned weight): one group per weight."""
+    if algo != "sac-lag":
+        return algo
+    if learned is True:
+        return f"sac-lag:{LEARNED_ALPHA}"
+    if isinstance(alpha, int | float) and not isinstance(alpha, bool):
+        return f"sac-lag:{alpha:g}"
+    return algo
+
+
 def known_algo_form(algo: str) -> bool:
     """A learner name, or ``sac-lag:<entropy weight>`` / ``sac-lag:learned`` (the table's own
     grouping of SAC-Lag runs)."""

@@ -35,9 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from robustsafe.experiments.eval_files import episode_records, read_json
+from robustsafe.experiments.eval_files import episode_records, evaluated_learner, read_json
 from robustsafe.experiments.figures import SeriesPoint, _point, format_xi_csv, save_figure
-from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
+from robustsafe.experiments.names import (
+    algo_key,
+    env_key,
+    learner_group,
+    method_key,
+    method_name,
+)
 
 # The paper's attacker names, in the paper's order; others follow.
 ATTACK_NAMES = {
@@ -102,6 +108,8 @@ class SweepRun:
     cost_limit: float | None
     xi: float | None  # AMAD's xi
     episodes: dict[tuple[str, float], tuple[tuple[float, float], ...]]
+    actions: str | None = None  # the action the evaluation ran, as it records it
+    epsilon_space: str | None = None  # "raw" or "normalized" observation units
 
     @staticmethod
     def from_payload(data: dict[str, Any], path: str = "") -> SweepRun:
@@ -128,12 +136,18 @@ class SweepRun:
             path=path,
             env_id=str(data.get("env_id", "?")),
             mode=str(data.get("train_mode", "?")),
-            algo=str(data.get("train_algo", "ppol")),
+            algo=evaluated_learner(data, path or "the evaluation"),
             train_seed=seed if isinstance(seed, int) else None,
             cost_limit=float(limit) if isinstance(limit, (int, float)) else None,
             xi=float(xi) if isinstance(xi, (int, float)) else None,
             episodes=episodes,
+            actions=_text(data.get("actions")),
+            epsilon_space=_text(data.get("epsilon_space")),
         )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def load_sweep_file(path: str | Path) -> SweepRun:
@@ -157,18 +171,11 @@ def sweep_series(
         groups, key=lambda k: (env_key(k[0]), algo_key(k[1]), method_key(k[2]))
     ):
         members = groups[(env_id, algo, mode)]
-        seeds = [m.train_seed for m in members if m.train_seed is not None]
-        if len(seeds) != len(set(seeds)):
-            raise ValueError(
-                f"{method_name(mode, algo)} on {env_id}: a training seed has two sweeps "
-                f"({', '.join(m.path for m in members)})"
-            )
+        xi = _check_poolable(members, f"{method_name(mode, algo)} on {env_id}")
         keys = {k for m in members for k in m.episodes}
         wanted = sorted({a for a, _ in keys if a != "none"}, key=_attack_key)
         if attacks is not None:
             wanted = [a for a in wanted if a in attacks]
-        xis = {m.xi for m in members}
-        xi = xis.pop() if len(xis) == 1 else None
         for attack in ["none", *wanted]:
             for eps in sorted({e for a, e in keys if a == attack}):
                 runs_at = [
@@ -187,6 +194,33 @@ def sweep_series(
             )
         raise ValueError("no attacked evaluation to plot (evaluate with --attacks and --eps)")
     return points
+
+
+def _check_poolable(members: Sequence[SweepRun], name: str) -> float | None:
+    """The sweeps of one (env, learner, mode) pooled as its seeds: ValueError unless each is one
+    seed's, and they ran the same AMAD xi, epsilon units and action. Returns the xi."""
+    files = ", ".join(m.path for m in members)
+    seeds = [m.train_seed for m in members]
+    if len(members) > 1 and None in seeds:  # a --policy / --sb3 evaluation, or no seed kept
+        raise ValueError(
+            f"{name}: {files}: a sweep without a training seed cannot be pooled with another "
+            "(another policy, or the same file twice); plot them one at a time"
+        )
+    if len(seeds) != len(set(seeds)):
+        raise ValueError(f"{name}: a training seed has two sweeps ({files})")
+    amad_xis = {m.xi for m in members if any(a == "amad" for a, _ in m.episodes)}
+    for what, values in (
+        ("AMAD's xi", amad_xis),
+        ("epsilon units", {m.epsilon_space for m in members}),
+        ("actions", {m.actions for m in members}),
+    ):
+        if len(values) > 1:
+            shown = ", ".join(sorted(str(v) for v in values))
+            raise ValueError(
+                f"{name}: the sweeps ({files}) differ in {what} ({shown}); their seeds cannot "
+                "be pooled: plot them apart"
+            )
+    return amad_xis.pop() if amad_xis else None
 
 
 _STYLES = ("-", "--", "-.", ":")
@@ -372,7 +406,7 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
     return TrainingRun(
         path=str(run_dir),
         env_id=cfg.env_id,
-        algo=cfg.algo,
+        algo=learner_group(cfg.algo, cfg.sac.alpha, cfg.sac.learn_alpha),
         mode=cfg.robust.mode,
         preset=cfg.preset,
         seed=cfg.seed,

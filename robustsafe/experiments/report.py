@@ -36,7 +36,13 @@ from pathlib import Path
 import yaml
 
 from robustsafe.experiments.eval_files import find_named, walk_files
-from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
+from robustsafe.experiments.names import (
+    algo_key,
+    env_key,
+    learner_group,
+    method_key,
+    method_name,
+)
 from robustsafe.runstate import write_text_atomic
 
 REPORT_NAME = "report.html"
@@ -103,7 +109,7 @@ def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunI
             RunInfo(
                 path=run,
                 env_id=str(cfg.get("env_id", "?")),
-                algo=str(cfg.get("algo", "ppol")),
+                algo=_learner(cfg),
                 mode=str(robust.get("mode", "vanilla")),
                 seed=seed if isinstance(seed, int) else None,
                 preset=str(cfg.get("preset", "")),
@@ -200,6 +206,12 @@ def _link(target: Path, page_dir: Path, text: str) -> str:
     if not target.exists():
         return ""
     return f'<a href="{_href(target, page_dir)}">{html.escape(text)}</a>'
+
+
+def _learner(cfg: dict) -> str:
+    """A run's learner as the tables group it (SAC-Lag per entropy weight)."""
+    sac = cfg.get("sac") if isinstance(cfg.get("sac"), dict) else {}
+    return learner_group(str(cfg.get("algo", "ppol")), sac.get("alpha"), sac.get("learn_alpha"))
 
 
 def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[Path, list[str]]:

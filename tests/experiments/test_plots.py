@@ -290,3 +290,68 @@ def test_sweep_figure_regenerates_from_a_committed_evaluation(tmp_path):
         assert np.isclose(float(got["cost_mean"]), r["cost_mean"])
         assert np.isclose(float(got["reward_band"]), r["reward_std"])  # one seed: episodes
         assert np.isclose(float(got["cost_band"]), r["cost_std"])
+
+
+def _sweep_file(tmp_path: Path, name: str, seed, **fields) -> Path:
+    table = {("none", 0.0): [(10.0, 0.0)], ("amad", 0.05): [(9.0, 3.0)]}
+    payload = sweep_payload("vanilla", seed, table)
+    payload.update(fields)
+    if seed is None:
+        del payload["train_seed"]
+    path = tmp_path / name
+    path.write_text(json.dumps(payload))
+    return path
+
+
+@pytest.mark.parametrize(
+    "first, second, message",
+    [
+        (dict(xi=0.05), dict(xi=0.75), r"differ in AMAD's xi \(0.05, 0.75\)"),
+        (dict(epsilon_space="raw"), dict(epsilon_space="normalized"), "differ in epsilon units"),
+        (dict(actions="mean"), dict(actions="expected"), "differ in actions"),
+    ],
+)
+def test_sweeps_that_are_not_seeds_of_one_agent_are_not_pooled(tmp_path, first, second, message):
+    """Two seeds whose sweeps ran another xi, epsilon units or action were averaged as one
+    method's (the xi column left empty, nothing said)."""
+    runs = [
+        plots.load_sweep_file(_sweep_file(tmp_path, "a.json", 0, **first)),
+        plots.load_sweep_file(_sweep_file(tmp_path, "b.json", 1, **second)),
+    ]
+    with pytest.raises(ValueError, match=message):
+        plots.sweep_series(runs)
+    same = [plots.load_sweep_file(_sweep_file(tmp_path, "c.json", 1, **first)), runs[0]]
+    assert {p.n_seeds for p in plots.sweep_series(same)} == {2}
+
+
+def test_sweeps_without_a_training_seed_are_not_pooled(tmp_path):
+    """Two --policy evaluations (or one file given twice) were one method's "2 seeds"."""
+    a = _sweep_file(tmp_path, "a.json", None, policy="pols.py:forward()")
+    b = _sweep_file(tmp_path, "b.json", None, policy="pols.py:still()")
+    for pair in ((a, b), (a, a)):
+        with pytest.raises(ValueError, match="without a training seed cannot be pooled"):
+            plots.sweep_series([plots.load_sweep_file(p) for p in pair])
+    assert plots.sweep_series([plots.load_sweep_file(a)])  # one alone is plotted
+
+
+def test_sac_lag_runs_of_two_entropy_weights_are_two_methods(tmp_path):
+    """As the table does: SAC-Lag at alpha 0.1 and 0.0001 were pooled as one method's seeds."""
+    runs = []
+    for seed, alpha in ((0, 0.1), (1, 0.0001)):
+        path = _sweep_file(tmp_path, f"s{seed}.json", seed, train_algo="sac-lag", train_alpha=alpha)
+        runs.append(plots.load_sweep_file(path))
+    points = plots.sweep_series(runs)
+    assert {(p.algo, p.n_seeds) for p in points} == {("sac-lag:0.1", 1), ("sac-lag:0.0001", 1)}
+    trained = []
+    for seed, alpha in ((0, 0.1), (1, 0.0001)):
+        run = tmp_path / f"sac{seed}"
+        run.mkdir()
+        cfg = resolve(ENV, "fast", algo="sac-lag", seed=seed, sets=[f"sac.alpha={alpha}"])
+        (run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+        (run / "metrics.csv").write_text("epoch,env_steps,ep_return,ep_cost\n1,400,1.0,0.0\n")
+        trained.append(plots.load_training_run(run))
+    assert [t.algo for t in trained] == ["sac-lag:0.1", "sac-lag:0.0001"]
+    from robustsafe.experiments.report import find_runs
+
+    # the report's runs and settings tables group them the same way
+    assert sorted(r.algo for r in find_runs(tmp_path)) == ["sac-lag:0.0001", "sac-lag:0.1"]
