@@ -98,9 +98,15 @@ def parse_epsilons_quietly(text: str) -> list[float]:
         return []
 
 
+def sweep_prefix(out: Path) -> Path:
+    """The prefix of the sweep files an evaluation writes beside ``--out`` (``a.b.json`` ->
+    ``a.b_sweep``, whose files are ``a.b_sweep.csv`` / ``.png`` / ``.pdf``)."""
+    return out.with_name(out.stem + "_sweep")
+
+
 def _sweep_files(out: Path) -> list[Path]:
-    prefix = out.with_name(out.stem + "_sweep")
-    return [prefix.with_suffix(ext) for ext in (".csv", ".png", ".pdf")]
+    prefix = sweep_prefix(out)
+    return [prefix.with_name(prefix.name + ext) for ext in (".csv", ".png", ".pdf")]
 
 
 def check_eval_outputs(out: Path, force: bool, eps_text: str) -> None:

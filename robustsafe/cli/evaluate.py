@@ -20,6 +20,7 @@ from robustsafe.cli._common import (
     check_eval_outputs,
     run_agent_env,
     set_deterministic_action,
+    sweep_prefix,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
 from robustsafe.nets import DETERMINISTIC_ACTIONS
@@ -145,7 +146,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(f"written to {out}")
     if len(epsilons) > 1 and any(a != "none" for a in attacks):
         meta = {k: v for k, v in payload.items() if k not in ("env_id", "results")}
-        files = write_sweep(results, out.with_name(out.stem + "_sweep"), f"{env_id}", meta)
+        files = write_sweep(results, sweep_prefix(out), f"{env_id}", meta)
         print("sweep written to " + ", ".join(str(f) for f in files))
     return _record_videos(args, agent, env_id, attacks, epsilons)
 
@@ -270,7 +271,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
     _write_or_keep(out, lambda path: write_json_atomic(path, payload))
     print(f"written to {out}")
     if len(epsilons) > 1 and len(attacks) > 1:
-        files = write_sweep(results, out.with_name(out.stem + "_sweep"), args.env)
+        files = write_sweep(results, sweep_prefix(out), args.env)
         print("sweep written to " + ", ".join(str(f) for f in files))
     return 0
 

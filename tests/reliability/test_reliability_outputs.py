@@ -147,6 +147,23 @@ def test_evaluate_does_not_replace_a_file_without_force(cli_run, tmp_path, capsy
     assert json.loads(out.read_text())["episodes"] == 2
 
 
+def test_a_dotted_out_name_checks_the_sweep_files_it_writes(cli_run, tmp_path, capsys):
+    """--out carrun.eps.json writes carrun.eps_sweep.*: those are checked (carrun.csv was, and
+    the sweep's files were replaced without --force)."""
+    notes = tmp_path / "carrun.eps_sweep.csv"
+    notes.write_text("my notes")
+    (tmp_path / "carrun.csv").write_text("unrelated")
+    out = tmp_path / "carrun.eps.json"
+    args = ["evaluate", "--run", str(cli_run), *EVAL, "--attacks", "random", "--eps", "0.02,0.05"]
+    args += ["--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "carrun.eps_sweep.csv" in err and not out.exists()
+    notes.unlink()
+    assert main(args) == 0 and (tmp_path / "carrun.eps_sweep.csv").exists()
+    assert (tmp_path / "carrun.csv").read_text() == "unrelated"
+
+
 @pytest.fixture
 def full_disk_in(monkeypatch):
     """``full_disk_in(folder)``: atomic writes into ``folder`` hit a real ENOSPC (/dev/full)."""
