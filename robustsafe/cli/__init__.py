@@ -17,6 +17,7 @@ One module per group of commands; each adds its subcommands to the parser with a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 
@@ -73,6 +74,9 @@ def join_negative_values(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a path that is not UTF-8 prints as \xff
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
     try:

@@ -217,6 +217,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.out is not None and Path(args.out).suffix.lower() not in (".html", ".htm"):
         raise CLIError(f"--out {args.out}: the report is an HTML page; name it *.html")
+    if not Path(args.runs_dir).is_dir():  # before the default page, which lies in it
+        raise CLIError(f"{args.runs_dir} is not a directory of runs (give the folder a grid wrote)")
     page = Path(args.out) if args.out is not None else Path(args.runs_dir) / "report.html"
     _check_derived_output(page, (".html", ".htm"), args.force)  # the default place too
     try:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import os
 import re
 import tempfile
@@ -35,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from robustsafe.experiments.eval_files import find_named, walk_files
+from robustsafe.experiments.eval_files import find_named, read_json, walk_files
 from robustsafe.experiments.names import (
     algo_key,
     env_key,
@@ -81,23 +80,23 @@ def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunI
         run = cfg_path.parent
         if not ((run / "metrics.csv").exists() or (run / "eval.json").exists()):
             continue
-        text = cfg_path.read_text()
         try:
+            text = _regular_text(cfg_path)
             cfg = yaml.safe_load(text) or {}
-        except (yaml.YAMLError, RecursionError):
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             cfg = None
         if not isinstance(cfg, dict):
             if unreadable is not None:
                 unreadable.append(cfg_path)
             continue
         done = 0
-        if (run / "metrics.csv").exists():
+        if (run / "metrics.csv").is_file():  # (not a FIFO, which would wait for a writer)
             lines = (run / "metrics.csv").read_bytes().splitlines()  # (any encoding: a count)
             done = max(0, len([ln for ln in lines if ln.strip()]) - 1)
         natural = None
         if (run / "eval.json").exists():
             try:
-                data = json.loads((run / "eval.json").read_text())
+                data = read_json(run / "eval.json")
                 nat = next(r for r in data["results"] if r["attack"] == "none")
                 natural = (float(nat["reward_mean"]), float(nat["cost_mean"]))
             except (ValueError, KeyError, TypeError, StopIteration, OverflowError, RecursionError):
@@ -197,9 +196,17 @@ def _png_figure(path: Path, caption: str) -> str:
 
 def _href(target: Path, page_dir: Path) -> str:
     """``target`` relative to ``page_dir`` as an escaped URL: quoted, so that ``#``, ``?``, ``%``
-    or a space in a directory name stays part of the path."""
+    or a space in a directory name stays part of the path (a name that is not UTF-8 by its
+    bytes)."""
     rel = Path(os.path.relpath(target, page_dir)).as_posix()
-    return html.escape(urllib.parse.quote(rel, safe="/"))
+    return html.escape(urllib.parse.quote(os.fsencode(rel), safe="/"))
+
+
+def _regular_text(path: Path) -> str:
+    """The text of ``path``; OSError unless a regular file (a FIFO would wait for a writer)."""
+    if not path.is_file():
+        raise OSError(f"{path} is not a regular file")
+    return path.read_text()
 
 
 def _link(target: Path, page_dir: Path, text: str) -> str:

@@ -211,3 +211,36 @@ def test_report_of_the_committed_table1(tmp_path):
         assert table in page.tables
     assert len(page.tables[-1]) == 1 + 42  # the runs
     assert len(page.images) >= 1 and notes == []
+
+
+def test_odd_run_folders_do_not_stop_the_report(tmp_path, capsys):
+    """A FIFO named eval.json (the report waited for a writer), a run folder whose name is not
+    UTF-8 (the report failed without naming it) and a config.yaml that is not UTF-8 (the same):
+    the page is written, the odd folder linked by its bytes, the bad config left out."""
+    import os
+    import signal
+
+    source = Path(__file__).parents[2] / "benchmarks/results/table1/SafetyCarRun-v0/vanilla/seed0"
+    runs = tmp_path / "runs"
+    for name in ("fifo", os.fsdecode(b"bad\xff"), "latin"):
+        (runs / name).mkdir(parents=True)
+        for f in ("config.yaml", "metrics.csv"):
+            shutil.copy(source / f, runs / name / f)
+    os.mkfifo(runs / "fifo" / "eval.json")
+    with (runs / "latin" / "config.yaml").open("ab") as f:
+        f.write(b"# caf\xe9\n")
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the report waited on a FIFO"))
+    signal.alarm(60)
+    try:
+        assert main(["report", str(runs), "--out", str(tmp_path / "r.html")]) == 0
+    finally:
+        signal.alarm(0)
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert 'href="bad%FF/' in page.replace("runs/", "") and "latin" not in page.split("<h2")[-1]
+
+
+def test_report_of_a_file_names_the_runs_folder(tmp_path, capsys):
+    file = tmp_path / "eval.json"
+    file.write_text("{}")
+    assert main(["report", str(file)]) == 2
+    assert "is not a directory of runs" in capsys.readouterr().err
