@@ -193,6 +193,17 @@ def sweep_series(
                 + ", ".join(held)
             )
         raise ValueError("no attacked evaluation to plot (evaluate with --attacks and --eps)")
+    natural_only = [
+        env
+        for env in dict.fromkeys(p.env_id for p in points)
+        if not any(p.env_id == env and p.attack != "none" for p in points)
+    ]
+    if natural_only:  # its panel would have no x axis
+        raise ValueError(
+            f"{', '.join(natural_only)}: no attacked evaluation to plot"
+            + (f" among --attacks {','.join(attacks)}" if attacks is not None else "")
+            + "; leave its files out, or evaluate it with --attacks and --eps"
+        )
     return points
 
 

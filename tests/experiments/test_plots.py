@@ -355,3 +355,14 @@ def test_sac_lag_runs_of_two_entropy_weights_are_two_methods(tmp_path):
 
     # the report's runs and settings tables group them the same way
     assert sorted(r.algo for r in find_runs(tmp_path)) == ["sac-lag:0.0001", "sac-lag:0.1"]
+
+
+def test_an_env_with_no_attacked_evaluation_is_named(tmp_path):
+    """One env evaluated without attack beside another's sweep: "min() arg is an empty
+    sequence" before."""
+    swept = plots.load_sweep_file(_sweep_file(tmp_path, "a.json", 0))
+    natural = sweep_payload("vanilla", 0, {("none", 0.0): [(5.0, 0.0)]})
+    natural["env_id"] = "SafetyCarCircle-v0"
+    (tmp_path / "n.json").write_text(json.dumps(natural))
+    with pytest.raises(ValueError, match="SafetyCarCircle-v0: no attacked evaluation to plot"):
+        plots.sweep_series([swept, plots.load_sweep_file(tmp_path / "n.json")])
