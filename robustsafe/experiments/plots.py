@@ -564,6 +564,9 @@ def write_curves_figure(
     if smooth < 1:
         raise ValueError(f"smooth must be >= 1 epoch, got {smooth}")
     points, notes = curve_series(runs, smooth)
+    if not points:  # (matplotlib's "Number of rows must be a positive integer, not 0")
+        why = "; ".join(notes) or "no training column to draw"
+        raise ValueError(f"no training curve to plot: {why}")
     envs = list(dict.fromkeys(p.env_id for p in points))
     presets = {r.preset for r in runs}
     fig, axes = plt.subplots(

@@ -366,3 +366,11 @@ def test_an_env_with_no_attacked_evaluation_is_named(tmp_path):
     (tmp_path / "n.json").write_text(json.dumps(natural))
     with pytest.raises(ValueError, match="SafetyCarCircle-v0: no attacked evaluation to plot"):
         plots.sweep_series([swept, plots.load_sweep_file(tmp_path / "n.json")])
+
+
+def test_curves_with_nothing_to_draw_say_so(tmp_path):
+    """A metrics.csv with no curve's column: matplotlib's "Number of rows must be a positive
+    integer, not 0" before, the notes never printed."""
+    run = write_run(tmp_path, "vanilla", 0, {"time_env": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="no training curve to plot"):
+        plots.write_curves_figure([plots.load_training_run(run)], tmp_path / "c")
