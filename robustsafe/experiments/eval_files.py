@@ -76,14 +76,20 @@ def read_json(path: str | PathLike) -> Any:
     """The JSON value in ``path`` (data only: no code runs); ValueError naming the file if it
     cannot be read, is not JSON, nests deeper than Python's recursion allows, or holds an
     integer with more digits than a float holds (they would fail later, far from the file)."""
-    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would wait for a writer
-        raise ValueError(f"{path}: cannot read it (not a regular file)")
     try:
-        return json.loads(Path(path).read_text(), parse_int=_float_sized_int)
+        return json.loads(read_text_file(path), parse_int=_float_sized_int)
     except (OSError, ValueError) as err:
         raise ValueError(f"{path}: cannot read it ({err})") from None
     except RecursionError:
         raise ValueError(f"{path}: cannot read it (nested too deeply)") from None
+
+
+def read_text_file(path: str | PathLike) -> str:
+    """The text of ``path``; OSError if it is there but not a regular file (a FIFO would wait
+    for a writer)."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise OSError(f"not a regular file: {path}")
+    return Path(path).read_text()
 
 
 def _float_sized_int(text: str) -> int:

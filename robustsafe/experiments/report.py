@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from robustsafe.experiments.eval_files import find_named, read_json, walk_files
+from robustsafe.experiments.eval_files import find_named, read_json, read_text_file, walk_files
 from robustsafe.experiments.names import (
     algo_key,
     env_key,
@@ -81,7 +81,7 @@ def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunI
         if not ((run / "metrics.csv").exists() or (run / "eval.json").exists()):
             continue
         try:
-            text = _regular_text(cfg_path)
+            text = read_text_file(cfg_path)
             cfg = yaml.safe_load(text) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             cfg = None
@@ -200,13 +200,6 @@ def _href(target: Path, page_dir: Path) -> str:
     bytes)."""
     rel = Path(os.path.relpath(target, page_dir)).as_posix()
     return html.escape(urllib.parse.quote(os.fsencode(rel), safe="/"))
-
-
-def _regular_text(path: Path) -> str:
-    """The text of ``path``; OSError unless a regular file (a FIFO would wait for a writer)."""
-    if not path.is_file():
-        raise OSError(f"{path} is not a regular file")
-    return path.read_text()
 
 
 def _link(target: Path, page_dir: Path, text: str) -> str:
