@@ -5,23 +5,28 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from robustsafe.runstate import write_text_atomic
+from robustsafe.runstate import staged_files, write_text_atomic
 
 
 def save_figure(fig, prefix: Path, csv_text: str) -> list[Path]:
     """Write ``fig`` as ``<prefix>.png`` and ``<prefix>.pdf`` (the same bytes every time) and
     ``csv_text`` (the plotted data) as ``<prefix>.csv``; close the figure; return the paths.
 
+    The three are drawn in a hidden folder and moved in place together, the CSV (which marks
+    the files as robustsafe's) first: a failed or killed drawing leaves the earlier files as
+    they were, never a new PNG without its CSV.
+
     A figure made with pyplot is closed through pyplot; pyplot is not imported otherwise, so a
     caller that draws on a bare ``Figure`` keeps the process's backend untouched.
     """
-    prefix.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    paths = [prefix.with_name(prefix.name + ext) for ext in (".png", ".pdf", ".csv")]
-    fig.savefig(paths[0], dpi=120)
-    fig.savefig(paths[1], metadata={"CreationDate": None})
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is not None:
-        pyplot.close(fig)
-    write_text_atomic(paths[2], csv_text)
-    return paths
+    try:
+        with staged_files(prefix) as staged:
+            write_text_atomic(staged.with_name(staged.name + ".csv"), csv_text)
+            fig.savefig(staged.with_name(staged.name + ".png"), dpi=120)
+            fig.savefig(staged.with_name(staged.name + ".pdf"), metadata={"CreationDate": None})
+    finally:
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is not None:
+            pyplot.close(fig)
+    return [prefix.with_name(prefix.name + ext) for ext in (".png", ".pdf", ".csv")]

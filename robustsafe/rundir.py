@@ -29,7 +29,13 @@ from typing import Any
 import yaml
 
 from robustsafe.config import NAMING_SETTINGS, TrainConfig, from_dict, to_dict
-from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state, write_text_atomic
+from robustsafe.runstate import (
+    LOCK_NAME,
+    check_unlocked,
+    load_state,
+    read_text_file,
+    write_text_atomic,
+)
 
 
 def load_run_config(run_dir: Path) -> TrainConfig:
@@ -92,7 +98,7 @@ def _read_yaml(path: Path) -> Any:
     """A YAML file's data (safe loading: never executes code; a key given twice in a mapping
     refused); ValueError naming the file."""
     try:
-        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+        return yaml.load(read_text_file(path), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as err:
         where = getattr(err, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
@@ -103,6 +109,10 @@ def _read_yaml(path: Path) -> Any:
         raise ValueError(f"{path}: {err}") from None
     except RecursionError:
         raise ValueError(f"{path}: not a settings file (nested too deeply)") from None
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read it ({err.strerror or err})") from None
 
 
 def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:

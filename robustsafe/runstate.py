@@ -16,6 +16,7 @@ import fcntl
 import io
 import os
 import pickle
+import shutil
 import tempfile
 import warnings
 import zipfile
@@ -115,6 +116,32 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+@contextmanager
+def staged_files(out_prefix: str | Path) -> Iterator[Path]:
+    """A prefix in a new hidden folder beside ``out_prefix``: the files written under it move
+    beside ``out_prefix`` together when the block ends, and none does if it raises (a late
+    error, such as a bad figure input, leaves every earlier file as it was). They move in name
+    order, so a figure's ``.csv`` (its owner's mark) lands before its ``.png`` and ``.pdf``."""
+    prefix = Path(out_prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(dir=prefix.parent, prefix=".staged-"))
+    try:
+        yield stage / prefix.name
+        for staged in sorted(stage.iterdir()):
+            os.replace(staged, prefix.parent / staged.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def read_text_file(path: str | os.PathLike, newline: str | None = None) -> str:
+    """The text of ``path``; OSError if it is there but not a regular file (a FIFO would wait
+    for a writer). ``newline=""`` keeps line ends as they are, as csv reading needs."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise OSError("not a regular file")  # (the caller names the file)
+    with open(path, newline=newline) as f:
+        return f.read()
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -175,8 +175,9 @@ def check_out_dir(out: str | Path) -> None:
 
 # How the derived files of table, plot and report begin: an existing file at their --out that
 # does not is someone else's, replaced only with --force. A derived CSV is a command's own if
-# its first _OWN_COLUMNS columns are the command's (a column added at the end later keeps an
-# older file the command's own); every derived CSV begins with env,method.
+# its columns and the command's agree as far as both go, at least _OWN_COLUMNS of them (a column
+# added at the end later keeps an older file the command's own); every derived CSV begins with
+# env,method.
 _DERIVED_CSV_HEAD = b"env,method,"
 _OWN_COLUMNS = 3
 _REPORT_HEAD = b"<title>RobustSafe report"
@@ -207,10 +208,7 @@ def _check_derived_output(
     if path.suffix.lower() != ".csv":
         ours = _REPORT_HEAD in head
     else:
-        columns = head.split(b"\n", 1)[0].rstrip(b"\r").split(b",")
-        ours = bool(header) and columns[:_OWN_COLUMNS] == [
-            c.encode() for c in header[:_OWN_COLUMNS]
-        ]
+        ours = _csv_columns_match(head, header)
     if not (force or ours):
         whose = (
             "another command's output"
@@ -221,6 +219,14 @@ def _check_derived_output(
             f"--out would replace {path}, {whose}; choose another --out, or pass --force to "
             "replace it"
         )
+
+
+def _csv_columns_match(head: bytes, header: Sequence[str]) -> bool:
+    """Whether a CSV beginning with ``head`` has the columns ``header`` (see _OWN_COLUMNS)."""
+    columns = head.split(b"\n", 1)[0].rstrip(b"\r").split(b",")
+    ours = [c.encode() for c in header]
+    common = min(len(columns), len(ours))
+    return common >= _OWN_COLUMNS and columns[:common] == ours[:common]
 
 
 def _file_head(path: Path) -> bytes:

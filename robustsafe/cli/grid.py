@@ -183,9 +183,9 @@ def cmd_table(args: argparse.Namespace) -> int:
     from robustsafe.experiments.table_format import (
         CSV_FIELDS,
         format_markdown,
-        staged_files,
         write_tables,
     )
+    from robustsafe.runstate import staged_files
 
     runs = Path(args.runs_dir)
     if not runs.is_dir():  # before --out, which depends on it

@@ -10,6 +10,8 @@ from robustsafe.cli._common import (
     CLIError,
     _agent_eval_fields,
     _check_output,
+    _csv_columns_match,
+    _file_head,
     _load_run_agent,
     _open_vec_env,
     _write_or_keep,
@@ -94,7 +96,32 @@ def _figure_prefix(out: str, force: bool, header: tuple[str, ...]) -> Path:
     a fig.csv whose columns are not ``header``, the figure's own)."""
     path = prefix_arg(out)
     prefix = path.with_suffix("") if path.suffix.lower() in (".png", ".pdf", ".csv") else path
-    return check_derived_prefix(prefix, force, others=(".png", ".pdf"), header=header)
+    prefix = check_derived_prefix(prefix, force, others=(".png", ".pdf"), header=header)
+    table_csv = None if force else _table_beside(prefix)
+    if table_csv is not None and any(
+        prefix.with_name(prefix.name + ext).exists() for ext in (".png", ".pdf", ".csv")
+    ):
+        raise CLIError(
+            f"--out would replace {prefix}.*, a figure `robustsafe table` wrote with "
+            f"{table_csv.name}; choose another --out, or pass --force"
+        )
+    return prefix
+
+
+def _table_beside(prefix: Path) -> Path | None:
+    """The table CSV beside a figure ``robustsafe table`` writes that ``prefix`` names
+    (``table-amad-xi`` beside a table.csv of table's), if any: the xi figure's CSV has a sweep
+    figure's columns, so only its name tells it apart."""
+    from robustsafe.experiments.appendix import MIX_FIGURE, XI_FIGURE
+    from robustsafe.experiments.table_format import CSV_FIELDS
+
+    for suffix in (MIX_FIGURE, XI_FIGURE):
+        base = prefix.name.removesuffix(suffix)
+        if base and base != prefix.name:
+            csv = prefix.with_name(base + ".csv")
+            if csv.is_file() and _csv_columns_match(_file_head(csv), CSV_FIELDS):
+                return csv
+    return None
 
 
 def cmd_plot_curves(args: argparse.Namespace) -> int:

@@ -89,6 +89,10 @@ LEARNER_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 MIX_WEIGHTS: tuple[float, ...] = (1.0, 0.75, 0.5, 0.25, 0.0)
 _MIX_RATIOS = {1.0: "MC", 0.75: "MC:MR = 3:1", 0.5: "MC:MR = 1:1", 0.25: "MC:MR = 1:3", 0.0: "MR"}
 MINR_COMPARED = (("none", "Natural"), ("minr", "MinR"), ("mc", "MC"), ("mr", "MR"))
+# the figures written beside the tables: ``<prefix>-mix-figure.*`` and ``<prefix>-amad-xi.*``
+MIX_FIGURE = "-mix-figure"
+XI_FIGURE = "-amad-xi"
+
 APPENDIX_CSV_FIELDS = (
     "table",
     "env",
@@ -654,10 +658,10 @@ def write_appendix(
                 ("-mix.tex", format_mix_latex(mix_rows, columns, notes)),
             ],
         )
-        paths += write_mix_figure(files, prefix.with_name(prefix.name + "-mix-figure"))
+        paths += write_mix_figure(files, prefix.with_name(prefix.name + MIX_FIGURE))
     sweeps, _ = collect_xi_sweeps(runs_dir)
     # the figure's rows are PPO-Lagrangian's (paper Figure 4), as the minr and mix tables
     sweeps = [s for s in sweeps if s.algo == "ppol"]
     if sweeps:
-        paths += write_xi_figure(sweeps, prefix.with_name(prefix.name + "-amad-xi"))
+        paths += write_xi_figure(sweeps, prefix.with_name(prefix.name + XI_FIGURE))
     return paths

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from robustsafe.experiments.names import known_algo_form, learner_group
+from robustsafe.runstate import read_text_file
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,6 @@ def read_json(path: str | PathLike) -> Any:
         raise ValueError(f"{path}: cannot read it ({err})") from None
     except RecursionError:
         raise ValueError(f"{path}: cannot read it (nested too deeply)") from None
-
-
-def read_text_file(path: str | PathLike) -> str:
-    """The text of ``path``; OSError if it is there but not a regular file (a FIFO would wait
-    for a writer)."""
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise OSError(f"not a regular file: {path}")
-    return Path(path).read_text()
 
 
 def _float_sized_int(text: str) -> int:

@@ -99,29 +99,23 @@ def _point(
 
 
 def xi_series(sweeps: Sequence[XiSweep]) -> list[SeriesPoint]:
-    """The plotted points of every (env, mode): natural, MAD, then AMAD by increasing xi.
+    """The plotted points of every (env, mode, epsilon): natural, MAD, then AMAD by increasing
+    xi (sweeps at another epsilon are another series, never pooled as seeds).
 
-    ValueError if the seeds of one (env, mode) were swept at different epsilons or one seed
-    appears twice. AMAD at an xi pools the seeds that have it.
+    ValueError if one seed appears twice in a series. AMAD at an xi pools the seeds that have it.
     """
-    groups: dict[tuple[str, str], list[XiSweep]] = {}
+    groups: dict[tuple[str, str, float], list[XiSweep]] = {}
     for s in sweeps:
-        groups.setdefault((s.env_id, s.mode), []).append(s)
+        groups.setdefault((s.env_id, s.mode, s.epsilon), []).append(s)
     points = []
-    for env_id, mode in sorted(groups, key=lambda k: (env_key(k[0]), method_key(k[1]))):
-        members = groups[(env_id, mode)]
-        name = f"{method_name(mode)} on {env_id}"
-        eps = {s.epsilon for s in members}
-        if len(eps) > 1:
-            raise ValueError(
-                f"{name}: xi sweeps at different epsilons ("
-                + "; ".join(f"{s.path}: {s.epsilon:g}" for s in members)
-                + ")"
-            )
+    for env_id, mode, e in sorted(groups, key=lambda k: (env_key(k[0]), method_key(k[1]), k[2])):
+        members = groups[(env_id, mode, e)]
         seeds = [s.train_seed for s in members if s.train_seed is not None]
         if len(seeds) != len(set(seeds)):
-            raise ValueError(f"{name}: a seed has two xi sweeps ({[str(s.path) for s in members]})")
-        e = eps.pop()
+            raise ValueError(
+                f"{method_name(mode)} on {env_id} at epsilon {e:g}: a seed has two xi sweeps "
+                f"({[str(s.path) for s in members]})"
+            )
         points.append(_point(env_id, mode, "none", None, e, [s.natural for s in members]))
         if any(s.mad for s in members):
             points.append(_point(env_id, mode, "mad", None, e, [s.mad for s in members]))
@@ -175,14 +169,15 @@ def write_xi_figure(sweeps: Sequence[XiSweep], out_prefix: str | Path) -> list[P
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for row, env_id in zip(axes, envs, strict=True):
         env_points = [p for p in points if p.env_id == env_id]
-        modes = list(dict.fromkeys(p.mode for p in env_points))
+        series = list(dict.fromkeys((p.mode, p.epsilon) for p in env_points))
+        epsilons = {e for _, e in series}
         xis = sorted({p.xi for p in env_points if p.xi is not None})
         span = np.array([min(xis), max(xis)]) if xis else np.array([0.0, 1.0])
         for ax, key in zip(row, ("reward", "cost"), strict=True):
-            for k, mode in enumerate(modes):
+            for k, (mode, eps) in enumerate(series):
                 color = colors[k % len(colors)]
-                pts = [p for p in env_points if p.mode == mode]
-                name = method_name(mode)
+                pts = [p for p in env_points if (p.mode, p.epsilon) == (mode, eps)]
+                name = method_name(mode) + (f" (epsilon {eps:g})" if len(epsilons) > 1 else "")
                 amad = [p for p in pts if p.attack == "amad"]
                 x = np.array([p.xi for p in amad])
                 y = np.array([getattr(p, f"{key}_mean") for p in amad])
@@ -197,8 +192,8 @@ def write_xi_figure(sweeps: Sequence[XiSweep], out_prefix: str | Path) -> list[P
                     ax.plot(span, [m, m], ls=style, color=color, label=f"{name}: {label}")
                     if style == "--":
                         ax.fill_between(span, m - b, m + b, color=color, alpha=0.08)
-            eps = env_points[0].epsilon
-            ax.set_title(f"{env_id} (epsilon {eps:g})", fontsize=10)
+            at = f" (epsilon {next(iter(epsilons)):g})" if len(epsilons) == 1 else ""
+            ax.set_title(env_id + at, fontsize=10)
             ax.set_xlabel("xi (fraction of most-costly states AMAD attacks)")
             ax.set_ylabel(f"episode {key}")
             ax.grid(alpha=0.3)

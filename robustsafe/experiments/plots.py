@@ -379,6 +379,7 @@ class TrainingRun:
 def load_training_run(run_dir: str | Path) -> TrainingRun:
     """Read ``config.yaml`` and ``metrics.csv`` of a run directory; ValueError if unusable."""
     from robustsafe.rundir import load_run_config
+    from robustsafe.runstate import read_text_file
 
     run_dir = Path(run_dir)
     try:
@@ -386,10 +387,11 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
     except FileNotFoundError as err:
         raise ValueError(str(err)) from None
     try:
-        with (run_dir / "metrics.csv").open(newline="") as f:
-            rows = list(csv.DictReader(f))
+        rows = list(csv.DictReader(io.StringIO(read_text_file(run_dir / "metrics.csv", ""))))
     except FileNotFoundError:
         raise ValueError(f"{run_dir} holds no metrics.csv (no training epoch)") from None
+    except OSError as err:
+        raise ValueError(f"{run_dir / 'metrics.csv'}: cannot read it ({err})") from None
     except (csv.Error, UnicodeDecodeError) as err:
         raise ValueError(f"{run_dir / 'metrics.csv'}: not a metrics file ({err})") from None
     if not rows:

@@ -251,12 +251,20 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
         files: list[Path] = []
         try:
             table = collect_table(root)
-            files = write_tables(root, tmp_dir / "table", table=table)
-            files += write_appendix(root, tmp_dir / "table", table=table)
-            files += write_runs_tables(root, tmp_dir / "table", table=table)
         except (ValueError, FileNotFoundError) as err:
             notes.append(f"no tables: {err}")
             body.append(f"<p>No table: {html.escape(str(err))}</p>")
+        else:  # each part on its own: one that cannot be made leaves the others on the page
+            for what, write in (
+                ("Table 1", write_tables),
+                ("appendix tables and figures", write_appendix),
+                ("runs table", write_runs_tables),
+            ):
+                try:
+                    files += write(root, tmp_dir / "table", table=table)
+                except (ValueError, FileNotFoundError) as err:
+                    notes.append(f"no {what}: {err}")
+                    body.append(f"<p>No {what}: {html.escape(str(err))}</p>")
         for md in [f for f in files if f.suffix == ".md"]:
             body.append(f'<section class="table" id="{html.escape(md.stem)}">')
             body.append(markdown_to_html(md.read_text()))

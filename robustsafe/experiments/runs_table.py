@@ -28,6 +28,7 @@ from robustsafe.experiments.table import AVERAGED_ATTACKS, ResultsTable, collect
 from robustsafe.experiments.table_format import write_prefixed
 from robustsafe.provenance import PROVENANCE_NAME
 from robustsafe.rundir import load_run_config
+from robustsafe.runstate import read_text_file
 
 TRAIN_EPOCHS = 10  # the training cost averages the last this many epochs
 _TITLES = {"random": "Random", "mad": "MAD", "amad": "AMAD", "mc": "MC", "mr": "MR"}
@@ -118,8 +119,7 @@ def training_tail(metrics_csv: Path, epochs: int = TRAIN_EPOCHS) -> TrainingTail
     ``metrics.csv`` (epochs that finished no episode left out) and its last wall time; every
     field None if the file is missing or unreadable."""
     try:
-        with metrics_csv.open(newline="") as f:
-            rows = list(csv.DictReader(f))
+        rows = list(csv.DictReader(io.StringIO(read_text_file(metrics_csv, newline=""))))
     except (OSError, csv.Error, UnicodeDecodeError):
         return TrainingTail(None, None, None)
     tail = rows[-epochs:]
@@ -141,7 +141,7 @@ def training_code(provenance: Path) -> str | None:
     (``abc1234``, ``abc1234 + def5678``; ``+mod``: the package differed from the commit;
     ``?``: no commit known), or None where the run has no readable ``provenance.json``."""
     try:
-        starts = json.loads(provenance.read_text())["starts"]
+        starts = json.loads(read_text_file(provenance))["starts"]
         labels = [
             (s.get("commit") or "?")[:7] + ("+mod" if s.get("modified") else "") for s in starts
         ]

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import shutil
-import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 
@@ -242,22 +238,6 @@ def write_tables(
             ("-costs.md", format_markdown(table, costs_only=True)),
         ),
     )
-
-
-@contextmanager
-def staged_files(out_prefix: str | PathLike) -> Iterator[Path]:
-    """A prefix in a new hidden folder beside ``out_prefix``: the files written under it move
-    beside ``out_prefix`` together when the block ends, and none does if it raises (a late
-    error, such as a bad figure input, leaves every earlier table file as it was)."""
-    prefix = Path(out_prefix)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=prefix.parent, prefix=".staged-"))
-    try:
-        yield stage / prefix.name
-        for staged in sorted(stage.iterdir()):
-            os.replace(staged, prefix.parent / staged.name)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
 
 
 def write_prefixed(out_prefix: str | PathLike, texts: Iterable[tuple[str, str]]) -> list[Path]:

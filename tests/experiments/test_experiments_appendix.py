@@ -302,6 +302,27 @@ def test_xi_series_bands_are_the_spread_of_seed_means(tmp_path):
     assert data.read_text() == before
 
 
+def test_xi_sweeps_at_two_epsilons_are_two_series(tmp_path, monkeypatch):
+    """Sweeps of one method at different epsilons made `table` fail altogether; they are two
+    series of the figure, never pooled as seeds."""
+    xi_file(tmp_path, 0, {0.1: [(60.0, 2.0)]})
+    xi_file(tmp_path / "wider", 0, {0.1: [(50.0, 30.0)]}, eps=0.1)  # the same seed, eps 0.1
+    write_eval(tmp_path, "vanilla", 0, table1())
+    assert main(["table", str(tmp_path)]) == 0
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "table-amad-xi.csv").read_text())))
+    amad = [(r["epsilon"], r["n_seeds"], r["cost_mean"]) for r in rows if r["attack"] == "amad"]
+    assert amad == [("0.05", "1", "2.0"), ("0.1", "1", "30.0")]
+    from robustsafe.experiments import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, prefix, text: drawn.append(fig))
+    figures.write_xi_figure(collect_xi_sweeps(tmp_path)[0], tmp_path / "unused")
+    (fig,) = drawn
+    labels = {t.get_text() for t in fig.axes[0].get_legend().get_texts()}
+    assert {"PPOL-vanilla (epsilon 0.05): AMAD", "PPOL-vanilla (epsilon 0.1): AMAD"} <= labels
+    assert fig.axes[0].get_title() == ENV
+
+
 def test_xi_files_that_cannot_be_used(tmp_path):
     path = xi_file(tmp_path, 0, {0.1: [(1.0, 1.0)]})
     data = json.loads(path.read_text())
@@ -311,10 +332,9 @@ def test_xi_files_that_cannot_be_used(tmp_path):
         load_xi_sweep(path)
     assert "not an AMAD xi sweep" in collect_xi_sweeps(tmp_path)[1][0]
     xi_file(tmp_path, 0, {0.1: [(1.0, 1.0)]})
-    xi_file(tmp_path / "other", 1, {0.1: [(1.0, 1.0)]}, eps=0.1)
-    sweeps = [*collect_xi_sweeps(tmp_path)[0]]
-    with pytest.raises(ValueError, match="different epsilons"):
-        xi_series(sweeps)
+    xi_file(tmp_path / "copy", 0, {0.1: [(1.0, 3.0)]})
+    with pytest.raises(ValueError, match="at epsilon 0.05: a seed has two xi sweeps"):
+        xi_series(collect_xi_sweeps(tmp_path)[0])
     # edited files: a results field that is no list, an epsilon that is no number
     for i, (field, value) in enumerate((("results", 5), ("epsilon", [1]), ("epsilon", True))):
         path = xi_file(tmp_path / f"edited{i}", 0, {0.1: [(1.0, 1.0)]})

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from robustsafe.cli import main
 from robustsafe.experiments.eval_files import EvalFile
 from robustsafe.experiments.names import method_name
 from robustsafe.experiments.table import build_table, collect_table
@@ -440,3 +441,44 @@ def test_a_fifo_named_eval_json_is_refused_not_waited_on(tmp_path):
             read_json(fifo)
     finally:
         signal.alarm(0)
+
+
+@pytest.mark.parametrize("name", ["metrics.csv", "config.yaml", "provenance.json"])
+def test_table_does_not_wait_on_a_fifo_in_a_run_folder(tmp_path, name, capsys):
+    """A FIFO named metrics.csv, config.yaml or provenance.json in a results folder made
+    `table` (its runs table reads them), `report` and `plot curves` wait for a writer forever."""
+    import shutil
+    import signal
+
+    source = Path(__file__).parents[2] / "benchmarks/results/table1/SafetyCarRun-v0/vanilla/seed0"
+    run = tmp_path / "SafetyCarRun-v0" / "vanilla" / "seed0"
+    shutil.copytree(source, run)
+    (run / name).unlink(missing_ok=True)
+    os.mkfifo(run / name)
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail(f"table waited on a FIFO {name}"))
+    signal.alarm(60)
+    try:
+        assert main(["table", str(tmp_path)]) == 0
+        report = main(["report", str(tmp_path)])
+        # (its only run's settings unreadable, the report has no run to show, and says why)
+        assert report == (2 if name == "config.yaml" else 0)
+        assert (
+            name != "config.yaml" or "config.yaml is not a YAML mapping" in capsys.readouterr().err
+        )
+        capsys.readouterr()
+        curves = main(["plot", "curves", str(run), "--out", str(tmp_path / "c")])
+    finally:
+        signal.alarm(0)
+    if name == "provenance.json":  # curves do not read it
+        assert curves == 0
+    else:
+        err = capsys.readouterr().err
+        assert curves == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"{name}: cannot read it (not a regular file)" in err
+    runs = (tmp_path / "table-runs.csv").read_text().splitlines()
+    assert len(runs) == 2  # the run's row, its eval read
+    row = dict(zip(runs[0].split(","), runs[1].split(","), strict=True))
+    assert float(row["natural_reward"]) > 500
+    missing = {"metrics.csv": "train_reward", "provenance.json": "code"}.get(name)
+    if missing:
+        assert row[missing] == ""  # what the FIFO would have held, left blank

@@ -374,3 +374,73 @@ def test_curves_with_nothing_to_draw_say_so(tmp_path):
     run = write_run(tmp_path, "vanilla", 0, {"time_env": [1.0, 2.0]})
     with pytest.raises(ValueError, match="no training curve to plot"):
         plots.write_curves_figure([plots.load_training_run(run)], tmp_path / "c")
+
+
+def test_plot_sweep_keeps_off_a_tables_figures_without_force(tmp_path, capsys):
+    """`table` writes PREFIX-amad-xi.* and PREFIX-mix-figure.* beside PREFIX.csv; the xi figure's
+    CSV has the very columns of a sweep figure's, the mixture's differ from the fifth on. Both
+    were replaced by `plot sweep --out PREFIX-...` without --force (only 3 columns compared)."""
+    from robustsafe.experiments.figures import XI_CSV_FIELDS
+    from robustsafe.experiments.table_format import CSV_FIELDS
+
+    sweep = str(_sweep_file(tmp_path, "s.json", 0))
+    (tmp_path / "table.csv").write_text(",".join(CSV_FIELDS) + "\n")
+    xi_header = ",".join(XI_CSV_FIELDS) + "\n"
+    mix_header = xi_header.replace(",xi,", ",weight,")
+    for name, header in (("table-amad-xi", xi_header), ("table-mix-figure", mix_header)):
+        out = tmp_path / name
+        out.with_suffix(".csv").write_text(header)
+        out.with_suffix(".png").write_bytes(b"table's figure")
+        assert main(["plot", "sweep", sweep, "--out", str(out)]) == 2, name
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "--force" in err, err
+        assert out.with_suffix(".csv").read_text() == header
+        assert out.with_suffix(".png").read_bytes() == b"table's figure"
+        assert main(["plot", "sweep", sweep, "--out", str(out), "--force"]) == 0
+        assert read_csv(out.with_suffix(".csv"))[0]["attack"] == "none"
+    # the mixture figure's CSV is told apart by its columns alone, wherever it lies
+    lone = tmp_path / "elsewhere" / "mix"
+    lone.parent.mkdir()
+    lone.with_suffix(".csv").write_text(mix_header)
+    assert main(["plot", "sweep", sweep, "--out", str(lone)]) == 2
+    assert "another command's output" in capsys.readouterr().err
+    assert lone.with_suffix(".csv").read_text() == mix_header
+    # a sweep figure of its own is rebuilt in place, also beside a table; so is one whose
+    # CSV has a column fewer (written before a column was added at the end)
+    own = tmp_path / "table-eps"
+    for _ in range(2):
+        assert main(["plot", "sweep", sweep, "--out", str(own)]) == 0
+    older = own.with_suffix(".csv").read_text().split("\n", 1)[0].rsplit(",", 1)[0]
+    own.with_suffix(".csv").write_text(older + "\n")
+    assert main(["plot", "sweep", sweep, "--out", str(own)]) == 0
+
+
+def test_a_failed_figure_write_leaves_the_earlier_files(tmp_path, monkeypatch, capsys):
+    """save_figure wrote the PNG, then the PDF, then the CSV (the mark of our files): a failure
+    on the PDF left a new PNG beside the old CSV, or a PNG without a CSV, which the next
+    `plot` refused as not its own."""
+    from matplotlib.figure import Figure
+
+    sweep = str(_sweep_file(tmp_path, "s.json", 0))
+    out = tmp_path / "fig"
+    real_savefig = Figure.savefig
+
+    def no_pdf(self, fname, *args, **kwargs):
+        if str(fname).endswith(".pdf"):
+            raise OSError(28, "no space left on device")
+        return real_savefig(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", no_pdf)
+    assert main(["plot", "sweep", sweep, "--out", str(out)]) != 0
+    assert "no space left on device" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]  # nothing, no stage left
+    monkeypatch.setattr(Figure, "savefig", real_savefig)
+    assert main(["plot", "sweep", sweep, "--out", str(out)]) == 0
+    before = {ext: out.with_suffix(ext).read_bytes() for ext in (".png", ".pdf", ".csv")}
+    monkeypatch.setattr(Figure, "savefig", no_pdf)
+    other = str(_sweep_file(tmp_path, "t.json", 0, cost_limit=25.0))
+    assert main(["plot", "sweep", other, "--out", str(out)]) != 0
+    assert {ext: out.with_suffix(ext).read_bytes() for ext in before} == before
+    monkeypatch.setattr(Figure, "savefig", real_savefig)
+    assert main(["plot", "sweep", other, "--out", str(out)]) == 0
+    assert out.with_suffix(".png").read_bytes() != before[".png"]

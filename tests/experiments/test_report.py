@@ -239,6 +239,42 @@ def test_odd_run_folders_do_not_stop_the_report(tmp_path, capsys):
     assert 'href="bad%FF/' in page.replace("runs/", "") and "latin" not in page.split("<h2")[-1]
 
 
+def test_an_appendix_that_cannot_be_made_leaves_the_other_tables(grid, tmp_path):
+    """Two xi sweeps of one seed (an appendix figure refused) dropped Table 1 and the runs table
+    from the page as well; now only the appendix part is missing, and the page says why."""
+    sweep = {
+        "format": "amad-xi-sweep",
+        "env_id": "SafetyCarRun-v0",
+        "train_mode": "vanilla",
+        "train_seed": 0,
+        "results": [
+            {
+                "attack": a,
+                "epsilon": 0.0 if a == "none" else 0.05,
+                "episodes": [{"reward": 1.0, "cost": 2.0}],
+            }
+            for a in ("none", "mad", "amad")
+        ],
+    }
+    sweep["results"][2]["xi"] = 0.1
+    for folder in ("seed0", "seed0/copy"):
+        (grid / "vanilla" / folder).mkdir(exist_ok=True)
+        (grid / "vanilla" / folder / "eval-xi.json").write_text(json.dumps(sweep))
+    out = tmp_path / "page.html"
+    assert main(["report", str(grid), "--out", str(out)]) == 0
+    page = Page(out.read_text())
+    assert page.tables[0] == markdown_tables(format_markdown(collect_table(grid)))[0]
+    from robustsafe.experiments.runs_table import write_runs_tables
+
+    for md in write_runs_tables(grid, tmp_path / "alone" / "table"):  # the runs tables
+        if md.suffix == ".md":
+            for table in markdown_tables(md.read_text(), marks=r"\*\*|`"):
+                assert table in page.tables, md.name
+    text = out.read_text()
+    assert "No appendix tables and figures: " in text and "a seed has two xi sweeps" in text
+    assert "No Table 1" not in text and "No runs table" not in text
+
+
 def test_report_of_a_file_names_the_runs_folder(tmp_path, capsys):
     file = tmp_path / "eval.json"
     file.write_text("{}")
