@@ -18,6 +18,7 @@ from torch import nn
 
 from robustsafe.buffers import ReplayBuffer, Rollout
 from robustsafe.nets import GaussianActor, ObsNormalizer, QCritic
+from robustsafe.policy import sample_actions
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ class CriticTrainer:
         for _ in range(cfg.updates_per_epoch):
             b = {k: torch.as_tensor(v) for k, v in self.replay.sample(cfg.batch_size, rng).items()}
             with torch.no_grad():
-                next_act = actor.distribution(b["next_obs"]).sample()
+                next_act = sample_actions(actor, b["next_obs"])  # squashed for SAC's actor
                 not_done = 1.0 - b["done"]
                 target_r = b["reward"] + cfg.gamma * not_done * self.target.q_reward(
                     b["next_obs"], next_act

@@ -7,9 +7,10 @@ multiplier lambda. Without smoothing it is exactly the original implementation
     e = J_c - d;  I = max(0, I + e);  D = max(0, e - e_prev)
     lambda = max(0, KP * max(0, e) + KI * I + KD * D)
 
-Stooke et al.'s refinements are settings: an exponential moving average of the error for the
-P term (``p_ema``) and of the cost for the D term (``d_ema``), and a derivative delay
-(``d_delay``, compare with the smoothed cost ``d_delay`` epochs ago).
+Stooke et al.'s P term, KP * e with e unclamped (it pulls lambda down in an epoch under the
+limit), is ``p_on_excess=False``. Their other refinements are settings: an exponential moving
+average of the error for the P term (``p_ema``) and of the cost for the D term (``d_ema``),
+and a derivative delay (``d_delay``, compare with the smoothed cost ``d_delay`` epochs ago).
 
 ``fall_ema`` (ours, not Stooke et al.'s) smooths the multiplier only on its way down: it rises
 to the controller's value at once and falls as an exponential moving average,
@@ -39,6 +40,8 @@ class PIDConfig:
     d_delay: int = 1  # epochs between the two costs whose difference is the D term
     lambda_max: float | None = None  # optional cap on lambda
     fall_ema: float = 0.0  # weight of the previous lambda when lambda falls; 0 = none (the paper)
+    # P term on the excess only, KP * max(0, e) (the authors' code); False: KP * e (Stooke et al.)
+    p_on_excess: bool = True
 
     def __post_init__(self) -> None:
         for name in ("kp", "ki", "kd"):
@@ -83,9 +86,8 @@ def pid_step(state: PIDState, episode_cost: float, cfg: PIDConfig) -> PIDState:
     # previous cost at the limit d.
     reference = history[0] if len(history) > cfg.d_delay else cfg.cost_limit
     derivative = max(0.0, smoothed_cost - reference)
-    multiplier = max(
-        0.0, cfg.kp * max(0.0, smoothed_error) + cfg.ki * integral + cfg.kd * derivative
-    )
+    proportional = max(0.0, smoothed_error) if cfg.p_on_excess else smoothed_error
+    multiplier = max(0.0, cfg.kp * proportional + cfg.ki * integral + cfg.kd * derivative)
     if multiplier < state.multiplier:  # falling: smoothed by fall_ema (0: not at all)
         multiplier = cfg.fall_ema * state.multiplier + (1.0 - cfg.fall_ema) * multiplier
     if cfg.lambda_max is not None:

@@ -15,6 +15,9 @@ The protocol (what ``robustsafe.attacks``, ``evaluate_policy`` and ``fit_policy_
   Gaussian whose KL divergence MAD maximises. It may live in a latent space linked to the
   actions by a fixed bijection (SAC's pre-tanh Gaussian): KL divergence is invariant under
   such a map. A policy without one may raise; MAD and AMAD then fail with its message.
+- ``squash(u) -> actions`` (optional): the fixed bijection from ``distribution``'s space to
+  actions where that distribution is latent (SAC's ``low + (high - low) (tanh(u) + 1) / 2``);
+  a sampled action is ``squash`` of a draw (``sample_actions``). Without it a draw is an action.
 - ``action_std`` (optional): a float or ``(act_dim,)`` tensor, the Gaussian exploration noise
   ``fit_policy_critics`` adds to the deterministic action when it collects data and when it
   samples the TD target's next action. A foreign policy without one gets
@@ -308,10 +311,18 @@ class SB3Policy(nn.Module):
 
     def deterministic_action(self, obs: Tensor) -> Tensor:
         mean, _ = self._gaussian(obs)
-        low, high = self.act_low.to(mean.dtype), self.act_high.to(mean.dtype)
         if self.kind == "actor_critic":
+            low, high = self.act_low.to(mean.dtype), self.act_high.to(mean.dtype)
             return torch.maximum(torch.minimum(mean, high), low)
-        return low + 0.5 * (torch.tanh(mean) + 1.0) * (high - low)
+        return self.squash(mean)
+
+    def squash(self, u: Tensor) -> Tensor:
+        """A draw of ``distribution`` as an action: SAC's tanh rescaled to the box; PPO's and
+        A2C's draw as it is (SB3 clips it when it acts, as the environment does)."""
+        if self.kind == "actor_critic":
+            return u
+        low, high = self.act_low.to(u.dtype), self.act_high.to(u.dtype)
+        return low + 0.5 * (torch.tanh(u) + 1.0) * (high - low)
 
     def forward(self, obs: Tensor) -> Tensor:
         return self.deterministic_action(obs)
@@ -513,12 +524,21 @@ def _takes_no_argument(fn: Any) -> bool:
         return False
 
 
+def sample_actions(policy: Policy, obs: Tensor) -> Tensor:
+    """Actions drawn from the policy: a draw of ``distribution(obs)``, mapped by the policy's
+    ``squash`` where it has one (a squashed Gaussian's draw is pre-tanh, not an action)."""
+    draw = policy.distribution(obs).sample()
+    squash = getattr(policy, "squash", None)
+    return draw if squash is None else squash(draw)
+
+
 @torch.no_grad()
 def predict(policy: Policy, obs: Any, deterministic: bool = True) -> np.ndarray:
     """Actions (float32 numpy) for observations of any float or int dtype, one or a batch.
 
-    ``deterministic=False`` samples the policy's distribution (unclipped: the environment
-    clips). Observations are cast to the policy's dtype (float64 is numpy's default).
+    ``deterministic=False`` samples the policy (``sample_actions``; a Gaussian's draw
+    unclipped: the environment clips). Observations are cast to the policy's dtype (float64
+    is numpy's default).
     """
     x = np.asarray(obs)
     if x.dtype.kind not in "fiu":
@@ -531,6 +551,6 @@ def predict(policy: Policy, obs: Any, deterministic: bool = True) -> np.ndarray:
     if deterministic:
         act = policy.deterministic_action(t)
     else:
-        act = policy.distribution(t).sample()
+        act = sample_actions(policy, t)
     out = act.detach().cpu().numpy().astype(np.float32)
     return out[0] if single else out

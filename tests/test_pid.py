@@ -19,6 +19,21 @@ def test_pid_matches_hand_computation():
     assert pid.update(7.0) == pytest.approx(0.213)
 
 
+def test_pid_p_term_on_the_error_itself_is_stookes():
+    """p_on_excess=False: Stooke et al.'s KP * e, which pulls lambda down under the limit."""
+    cfg = PIDConfig(kp=0.1, ki=0.1, kd=0.0, cost_limit=5.0)
+    state = PIDState(integral=10.0)
+    # the authors' code: e = -5, I = 5 -> 0.1 * 0 + 0.1 * 5 = 0.5
+    assert pid_step(state, 0.0, cfg).multiplier == pytest.approx(0.5)
+    # Stooke's: 0.1 * (-5) + 0.5 = 0
+    stooke = PIDConfig(kp=0.1, ki=0.1, kd=0.0, cost_limit=5.0, p_on_excess=False)
+    assert pid_step(state, 0.0, stooke).multiplier == pytest.approx(0.0)
+    # J = 3: e = -2, I = 8 -> 0.8 - 0.2 = 0.6 (the code's: 0.8); above the limit both agree
+    assert pid_step(state, 3.0, stooke).multiplier == pytest.approx(0.6)
+    assert pid_step(state, 3.0, cfg).multiplier == pytest.approx(0.8)
+    assert pid_step(state, 9.0, stooke).multiplier == pid_step(state, 9.0, cfg).multiplier
+
+
 def test_pid_smoothing_and_delay():
     cfg = PIDConfig(kp=1.0, ki=0.0, kd=1.0, cost_limit=0.0, p_ema=0.5, d_ema=0.5, d_delay=2)
     s = pid_step(PIDState(), 4.0, cfg)

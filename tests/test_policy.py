@@ -222,6 +222,37 @@ def test_sb3_ppo_and_sac_policies_conform_and_match_predict(sb3):
     assert SB3Policy(ppo).action_std is not None and SB3Policy(sac).action_std is None
 
 
+def test_sampled_actions_of_squashed_policies_are_actions(sb3):
+    """A SAC policy's distribution is its pre-tanh Gaussian; predict(deterministic=False)
+    returned its draw u, not tanh(u) in the box (for our SAC/CVPO actor and SB3's SAC). The
+    draws now follow the policy's own sampling: SB3's predict(deterministic=False) as reference."""
+    from stable_baselines3.sac.policies import SACPolicy
+
+    from robustsafe.nets import SquashedGaussianActor
+
+    actor = SquashedGaussianActor(5, 2, ())
+    with torch.no_grad():
+        actor.net[0].weight.zero_()
+        actor.net[0].bias.copy_(torch.tensor([3.0, -3.0, 0.0, 0.0]))  # mu (3, -3), sigma 1
+    obs = np.zeros((4000, 5))
+    drawn = predict(actor, obs, deterministic=False)
+    assert drawn.min() >= -1.0 and drawn.max() <= 1.0
+    # E[tanh(u)], u ~ N(3, 1): 0.9716 by quadrature; N(-3, 1): -0.9716
+    np.testing.assert_allclose(drawn.mean(axis=0), [0.9716, -0.9716], atol=0.01)
+    obs_space, act_space = _spaces()
+    torch.manual_seed(0)
+    sac = SACPolicy(obs_space, act_space, lambda _: 1e-3)
+    with torch.no_grad():
+        sac.actor.mu.bias.copy_(torch.tensor([2.0, -1.0]))
+    row = np.random.default_rng(0).normal(size=(1, 5))
+    batch = np.repeat(row, 4000, axis=0)
+    ours = predict(SB3Policy(sac), batch, deterministic=False)
+    theirs = sac.predict(batch.astype(np.float32), deterministic=False)[0]
+    assert ours.min() >= -2.0 and ours.max() <= 2.0
+    np.testing.assert_allclose(ours.mean(axis=0), theirs.mean(axis=0), atol=0.05)
+    np.testing.assert_allclose(ours.std(axis=0), theirs.std(axis=0), atol=0.05)
+
+
 def test_load_sb3_reads_weights_only_and_needs_trust_for_pickled_settings(tmp_path, sb3):
     from stable_baselines3 import PPO
 

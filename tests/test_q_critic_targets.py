@@ -106,6 +106,29 @@ def test_td_targets_hand_values(terminated, truncated, loss_r, loss_c):
     assert metrics["loss_q_cost"] == pytest.approx(loss_c, rel=1e-6)
 
 
+def test_a_squashed_actors_next_action_is_squashed():
+    """SAC's and CVPO's actor: pi's draw u is pre-tanh, the action tanh(u). The TD target took
+    u itself (fit-critics on an off-policy run), an action outside the box.
+
+    pi = tanh(N(3, e^-20)): a' = tanh(3) = 0.99505 (u would be 3). At s' = 2, bootstrapped:
+    Q_r1' = 2 + 2 a' + 1, Q_r2' = 6.5 -> min 3 + 2 a'; Q_c' = 4 + a';
+    target_r = 2 + 0.99 (3 + 2 a'), target_c = 1 + 0.99 (4 + a'), against Q_r1 = 0, Q_r2 = 2,
+    Q_c = -0.5 at s = 1, a = -1."""
+    from robustsafe.nets import SquashedGaussianActor
+
+    actor = SquashedGaussianActor(1, 1, ())
+    with torch.no_grad():
+        actor.net[0].weight.zero_()
+        actor.net[0].bias.copy_(torch.tensor([3.0, -20.0]))
+    trainer = _trainer()
+    trainer.add_rollout(_one_transition(False, False))
+    metrics = trainer.update(actor, np.random.default_rng(0))
+    a = float(np.tanh(3.0))
+    target_r, target_c = 2 + 0.99 * (3 + 2 * a), 1 + 0.99 * (4 + a)
+    assert metrics["loss_q_reward"] == pytest.approx(target_r**2 + (2 - target_r) ** 2, rel=1e-5)
+    assert metrics["loss_q_cost"] == pytest.approx((-0.5 - target_c) ** 2, rel=1e-5)
+
+
 @pytest.mark.parametrize(
     "updates, rho",
     [(1, 0.995), (2, 0.995**2)],  # polyak after every step: rho^k of the target after k steps
