@@ -23,6 +23,7 @@ from robustsafe.cli._common import (
     sweep_prefix,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
+from robustsafe.experiments.launchers import recorded_path
 from robustsafe.nets import DETERMINISTIC_ACTIONS
 from robustsafe.provenance import code_version
 
@@ -121,7 +122,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     payload = {
-        "agent": str(args.run),
+        "agent": recorded_path(str(args.run)),  # (a Ray task: the driver's)
         "env_id": env_id,
         **_agent_eval_fields(args, agent),
         **({"actions": SAMPLED_LABEL} if args.sample_actions else {}),

@@ -26,6 +26,7 @@ from robustsafe.cli._common import (
     prefix_arg,
     run_agent_env,
 )
+from robustsafe.experiments.launchers import recorded_path
 
 
 def cmd_xi_sweep(args: argparse.Namespace) -> int:
@@ -72,7 +73,7 @@ def cmd_xi_sweep(args: argparse.Namespace) -> int:
         vec.close()
     payload = {
         "format": XI_FORMAT,
-        "agent": str(args.run),
+        "agent": recorded_path(str(args.run)),  # (a Ray task: the driver's)
         "env_id": env_id,
         **_agent_eval_fields(args, agent),
         "epsilon": eps,

@@ -57,6 +57,22 @@ from typing import Any
 
 RUN_LOST = -1000  # poll(): the node (or worker) running the command was lost
 WORKDIR_ENV = "ROBUSTSAFE_RAY_WORKDIR"  # where a Ray task makes its run directories
+# A task's command sees its node-local copy of the run directory; files it writes name the
+# driver's run directory instead (``recorded_path``): "NODE_COPY<os.pathsep>DRIVER_RUN_DIR".
+RUN_COPY_ENV = "ROBUSTSAFE_RUN_COPY"
+RAY_MISSING = (
+    "the Ray backend (--backend ray) needs Ray, which is not installed: "
+    'pip install "robustsafe[ray]" (or use the default local backend)'
+)
+
+
+def recorded_path(path: str) -> str:
+    """``path`` as files and messages should name it: under a Ray task's node-local copy of a
+    run directory, the same place in the driver's run directory (the copy is gone after the
+    task); elsewhere ``path`` itself."""
+    copy, sep, driver = os.environ.get(RUN_COPY_ENV, "").partition(os.pathsep)
+    return _relocate(path, copy, driver) if sep and copy else path
+
 
 # A file bundle: (path relative to the run directory, mtime in ns, contents).
 Bundle = list[tuple[str, int, bytes]]
@@ -196,15 +212,29 @@ def pack_run_dir(run_dir: Path, with_state: bool = True) -> Bundle:
 
 
 def unpack(root: Path, bundle: Bundle) -> None:
-    """Write a bundle's files under ``root``, each atomically, with its modification time."""
-    for rel, mtime_ns, data in bundle:
-        path = root / rel
-        if not path.resolve().is_relative_to(root.resolve()):
-            raise ValueError(f"bundle path {rel!r} leaves {root}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.sync.tmp")
-        tmp.write_bytes(data)
-        os.utime(tmp, ns=(mtime_ns, mtime_ns))
+    """Write a bundle's files under ``root``, with their modification times, all or none: each
+    is written beside its place first, and they are moved in only when every one is written
+    (a full disk part-way left a run's metrics.csv ahead of its state.pt, which no resume
+    takes). OSError names the file that could not be written."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for rel, mtime_ns, data in bundle:
+            path = root / rel
+            if not path.resolve().is_relative_to(root.resolve()):
+                raise ValueError(f"bundle path {rel!r} leaves {root}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.sync.tmp")
+            staged.append((tmp, path))
+            try:
+                tmp.write_bytes(data)
+                os.utime(tmp, ns=(mtime_ns, mtime_ns))
+            except OSError as err:
+                raise OSError(err.errno, err.strerror, str(path)) from None
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, path in staged:
         os.replace(tmp, path)
 
 
@@ -369,7 +399,7 @@ def run_in_task(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=child_env(),
+                env={**child_env(), RUN_COPY_ENV: f"{local}{os.pathsep}{run_dir}"},
                 cwd=local,
                 preexec_fn=die_with_parent(),
             )
@@ -439,7 +469,8 @@ def clean_up(proc: subprocess.Popen | None, local: Path | None, grace: float = 1
 
 def check_ray_address(address: str | None, timeout: float = 10.0) -> None:
     """RuntimeError at once if ``address`` (``RAY_ADDRESS``) is a ``host:port`` on which nothing
-    answers, where ``ray.init`` would retry for minutes; other forms (``auto``, unset) pass."""
+    answers, or something other than a Ray head's GCS, where ``ray.init`` would retry for
+    minutes; other forms (``auto``, unset) pass."""
     if not address:
         return
     where = urllib.parse.urlsplit("//" + address.split("://", 1)[-1])  # host:port, [v6]:port
@@ -459,14 +490,46 @@ def check_ray_address(address: str | None, timeout: float = 10.0) -> None:
     reason = ""
     for candidate in dict.fromkeys(hosts):
         try:
-            socket.create_connection((candidate, port), timeout=timeout).close()
-            return
+            conn = socket.create_connection((candidate, port), timeout=timeout)
         except OSError as err:
             reason = err.strerror or str(err)
+            continue
+        with conn:
+            if _is_grpc_server(conn, timeout):
+                return
+        raise RuntimeError(
+            f"RAY_ADDRESS={address} answers, but not as a Ray cluster's head (its GCS speaks "
+            "gRPC): is that the port `ray start --head` printed? Unset RAY_ADDRESS to start "
+            "Ray here"
+        )
     raise RuntimeError(
         f"cannot reach the Ray cluster at RAY_ADDRESS={address} ({reason}): is its head "
         "running (ray start --head)? Unset RAY_ADDRESS to start Ray here"
     )
+
+
+# An HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113, 3.4 and 6.5)
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _is_grpc_server(conn: socket.socket, timeout: float) -> bool:
+    """Whether the server on ``conn`` answers an HTTP/2 preface with a SETTINGS frame, as a
+    gRPC server (Ray's GCS) does at once; another server (a web server, Redis) on the port made
+    ``ray.init`` retry for minutes. A cluster with TLS (``RAY_USE_TLS``) is not probed."""
+    if os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true"):
+        return True
+    try:
+        conn.settimeout(timeout)
+        conn.sendall(_HTTP2_PREFACE)
+        head = b""
+        while len(head) < 9:
+            chunk = conn.recv(9 - len(head))
+            if not chunk:
+                break
+            head += chunk
+    except OSError:
+        return False
+    return len(head) == 9 and head[3] == 4  # frame type 4: SETTINGS
 
 
 def _keeping_sigterm(fn: Callable[[], Any]) -> Any:
@@ -506,6 +569,7 @@ class RayTask:
         except ray.exceptions.RayError as err:  # its worker or node was lost
             with open(self._log_path, "a") as log:
                 log.write(f"[grid] the Ray task was lost: {type(err).__name__}: {err}\n")
+            self._launcher.capacity(refresh=True)  # the node may be gone: count again
             return RUN_LOST
 
     def stop(self) -> None:
@@ -525,10 +589,7 @@ class RayLauncher:
         try:
             import ray
         except ImportError:
-            raise RuntimeError(
-                "backend='ray' needs Ray, which is not installed: pip install ray "
-                "(or use the default backend='local')"
-            ) from None
+            raise RuntimeError(RAY_MISSING) from None
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if not ray.is_initialized():
@@ -558,10 +619,11 @@ class RayLauncher:
                 "lower --cpus-per-run or add nodes (an autoscaling cluster: min_workers >= 1)"
             )
 
-    def capacity(self) -> int:
-        """Runs that fit at once on the alive nodes (re-read every 5 s; 0 while none)."""
+    def capacity(self, refresh: bool = False) -> int:
+        """Runs that fit at once on the alive nodes (re-read every 5 s, or now with
+        ``refresh``; 0 while none)."""
         now = time.monotonic()
-        if self._capacity is None or now - self._capacity[0] > 5.0:
+        if refresh or self._capacity is None or now - self._capacity[0] > 5.0:
             slots = sum(
                 int(n.get("Resources", {}).get("CPU", 0) // self.cpus_per_run)
                 for n in self.ray.nodes()
@@ -599,10 +661,19 @@ class RayLauncher:
             if target is None:
                 continue  # a stopped task's last words
             run_dir, log_path = target
-            unpack(run_dir, files)
-            if log:
-                with open(log_path, "ab") as f:
-                    f.write(log)
+            try:
+                unpack(run_dir, files)
+                if log:
+                    with open(log_path, "ab") as f:
+                        f.write(log)
+            except OSError as err:
+                where = f" ({err.filename})" if err.filename else ""
+                raise RuntimeError(
+                    f"cannot write a run's results into {run_dir}: "
+                    f"{err.strerror or err}{where}; the run keeps its last complete epoch "
+                    "there: free the space (or make the folder writable) and run the same grid "
+                    "command again to resume"
+                ) from None
 
     def request_stop(self, key: int) -> None:
         self.ray.get(self._inbox.request_stop.remote(key))

@@ -146,12 +146,48 @@ def test_a_larger_training_budget_leaves_the_evaluation_at_epsilon(tmp_path, imp
     assert plan.epsilon == 0.05  # the toy task's budget, not the training's 0.08
 
 
-def test_ray_backend_without_ray_says_how_to_install_it(tmp_path, importable_toy, monkeypatch):
+def test_ray_backend_without_ray_says_how_to_install_it(
+    tmp_path, importable_toy, monkeypatch, capsys
+):
+    """The extra to install, in the CLI's words, before the plan is printed; and no empty
+    --out folder left behind (it was made before the launcher refused)."""
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
-    spec = tiny_spec(tmp_path, 1, backend="ray")
+    spec = tiny_spec(tmp_path / "g", 1, backend="ray")
     assert run_grid(spec, log=lambda s: None, dry_run=True)[0].train == "pending"
-    with pytest.raises(RuntimeError, match="pip install ray"):
+    with pytest.raises(RuntimeError, match=r'pip install "robustsafe\[ray\]"'):
         run_grid(spec, log=lambda s: None)
+    assert not (tmp_path / "g").exists()
+    out = tmp_path / "cli"
+    argv = ["grid", "--envs", TOY, "--backend", "ray", "--out", str(out), "--no-eval"]
+    from robustsafe.cli import main
+
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert "--backend ray" in captured.err and not out.exists()
+
+
+def test_a_grid_with_no_room_says_it_waits(tmp_path, importable_toy, monkeypatch):
+    """A Ray cluster that lost every node: the grid sat silent, runs pending, until Ctrl-C.
+    It says once that it waits, and goes on when room comes back."""
+    from robustsafe.experiments.grid import driver
+    from robustsafe.experiments.launchers import LocalLauncher
+
+    class Shrunk(LocalLauncher):
+        polls = 0
+
+        def capacity(self) -> int:
+            Shrunk.polls += 1
+            return 0 if Shrunk.polls <= 5 else 1  # no node for the first five looks
+
+    monkeypatch.setattr(driver, "make_launcher", lambda *a: Shrunk(1))
+    logged: list[str] = []
+    spec = tiny_spec(tmp_path / "g", 1, evaluate=False)
+    results = run_grid(spec, log=logged.append, poll_interval=0.01)
+    assert [r.train for r in results] == ["trained"]
+    waits = [line for line in logged if "waiting: no node has room" in line]
+    assert len(waits) == 1 and "(1 pending)" in waits[0]
+    assert logged.index(waits[0]) < next(i for i, x in enumerate(logged) if "start train" in x)
 
 
 def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, importable_toy):

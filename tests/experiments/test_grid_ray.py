@@ -128,7 +128,9 @@ def test_four_runs_on_two_nodes_come_back_to_the_driver(tmp_path, cluster):
         assert run_status(r.run_dir) == (2, 2)
         with (r.run_dir / "metrics.csv").open() as f:
             assert [int(x["epoch"]) for x in csv.DictReader(f)] == [1, 2]
-        assert json.loads((r.run_dir / "eval.json").read_text())["episodes"] == 2
+        evaluation = json.loads((r.run_dir / "eval.json").read_text())
+        assert evaluation["episodes"] == 2
+        assert evaluation["agent"] == str(r.run_dir)  # not the node's copy, gone by now
         header = (r.run_dir / "train.log").read_text().split("\n")[1]
         assert "=== robustsafe grid" in header and str(r.run_dir) in header  # the driver's paths
     # the tasks ran on both nodes, in their own directories, and left nothing there

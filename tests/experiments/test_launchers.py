@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -147,9 +148,50 @@ def test_relocate_and_local_launcher(tmp_path):
         make_launcher("dask")
 
 
+# the frame a gRPC server sends first: an (empty) HTTP/2 SETTINGS frame
+_SETTINGS = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+@contextlib.contextmanager
+def _server(family: int, host: str, reply: bytes | None):
+    """A listening port whose server answers each connection with ``reply`` (None: silence);
+    yields the port."""
+    import socket
+    import threading
+
+    listening = socket.socket(family)
+    listening.bind((host, 0))
+    listening.listen()
+    listening.settimeout(0.2)
+    stop = threading.Event()
+    held = []
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listening.accept()
+            except OSError:
+                continue
+            held.append(conn)
+            if reply is not None:
+                conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listening.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listening.close()
+
+
 def test_an_unreachable_ray_address_is_refused_at_once(tmp_path):
-    """ray.init retries an address where nothing listens for minutes; the grid says so in one
-    line within seconds, and lets through what it cannot judge (auto, a listening port)."""
+    """ray.init retries an address where nothing listens, or where something other than Ray's
+    GCS does, for minutes; the grid says so in one line within seconds, and lets through a gRPC
+    server and what it cannot judge (auto)."""
     import socket
     import subprocess
     import sys
@@ -157,24 +199,25 @@ def test_an_unreachable_ray_address_is_refused_at_once(tmp_path):
 
     from robustsafe.experiments.launchers import check_ray_address
 
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        port = listening.getsockname()[1]
+    with _server(socket.AF_INET, "127.0.0.1", _SETTINGS) as port:  # answers as gRPC does
         for ok in (None, "", "auto", f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
-            check_ray_address(ok)
+            check_ray_address(ok, timeout=5.0)
     with pytest.raises(RuntimeError, match=f"cannot reach the Ray cluster at .*:{port}"):
         check_ray_address(f"127.0.0.1:{port}")  # closed now
+    # something else on the port (a web server; one that says nothing): ray.init retried for
+    # minutes; refused in one line, at once or after the timeout
+    for reply in (b"HTTP/1.1 400 Bad Request\r\n\r\n", None):
+        with _server(socket.AF_INET, "127.0.0.1", reply) as other:
+            start = time.monotonic()
+            with pytest.raises(RuntimeError, match="answers, but not as a Ray cluster's head"):
+                check_ray_address(f"127.0.0.1:{other}", timeout=1.0)
+            assert time.monotonic() - start < 5
     if socket.has_ipv6:  # the bracketed form Ray accepts for an IPv6 head
         try:
-            v6 = socket.socket(socket.AF_INET6)
-            v6.bind(("::1", 0))
-        except OSError:
-            v6 = None
-        if v6 is not None:
-            with v6:
-                v6.listen()
-                check_ray_address(f"[::1]:{v6.getsockname()[1]}")
+            with _server(socket.AF_INET6, "::1", _SETTINGS) as v6:
+                check_ray_address(f"[::1]:{v6}", timeout=5.0)
+        except OSError:  # no IPv6 loopback here
+            pass
     pytest.importorskip("ray")
     env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}"}
     cmd = [sys.executable, "-m", "robustsafe.cli", "grid", "--backend", "ray", "--envs"]
@@ -248,3 +291,90 @@ def test_a_stopped_tasks_clean_up_survives_repeated_cancels(tmp_path):
     assert int(counts[1]) >= 3, f"too few interrupts to test anything: {out.stdout}"
     assert counts[3] == "1", f"the program was not left to end on SIGTERM: {out.stdout}"
     assert counts[5] == "False", f"the copy is still on the node: {out.stdout}"
+
+
+def test_a_bundle_is_written_all_or_none(tmp_path, monkeypatch):
+    """A full disk while the driver wrote a two-epoch bundle left metrics.csv (written first,
+    by name) ahead of state.pt, which no resume of the run takes, and a half-written temporary
+    file; the error named no file. Now nothing of the bundle lands, the driver's run keeps its
+    last complete epoch, and the grid's error names the file and says how to go on."""
+    import errno
+    import types
+    from pathlib import Path
+
+    from robustsafe.experiments.launchers import RayLauncher
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.csv").write_text("epoch\n1\n")
+    (run / "state.pt").write_bytes(b"epoch 1")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    bundle = [("metrics.csv", 1, b"epoch\n1\n2\n3\n"), ("state.pt", 2, b"epoch 3")]
+    real_write = Path.write_bytes
+
+    def full_disk_at_state(self, data):
+        if self.name.startswith(".state.pt"):
+            real_write(self, data[:3])  # part of it, as a full disk leaves
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk_at_state)
+    with pytest.raises(OSError) as caught:
+        unpack(run, bundle)
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(run / "state.pt")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # no temporary file left
+    # the driver's drain says it in one line (a RuntimeError: the grid's one-line error)
+    launcher = RayLauncher.__new__(RayLauncher)
+    launcher.ray = types.SimpleNamespace(get=lambda refs: refs)
+    items = [(0, bundle, b"[log]\n")]
+    launcher._inbox = types.SimpleNamespace(take=types.SimpleNamespace(remote=lambda: items))
+    launcher._targets = {0: (run, run / "train.log")}
+    launcher.drain_interval, launcher._last_drain = 0.0, 0.0
+    with pytest.raises(RuntimeError) as caught:
+        launcher.drain(force=True)
+    message = str(caught.value)
+    assert "\n" not in message and str(run / "state.pt") in message
+    assert "run the same grid command again to resume" in message
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+    monkeypatch.setattr(Path, "write_bytes", real_write)
+    launcher.drain(force=True)  # space again: the bundle lands whole
+    assert (run / "state.pt").read_bytes() == b"epoch 3"
+    assert (run / "metrics.csv").read_bytes() == b"epoch\n1\n2\n3\n"
+    assert (run / "train.log").read_bytes() == b"[log]\n"
+
+
+def test_the_grid_lock_does_not_hide_the_error_that_ended_the_grid(tmp_path, monkeypatch):
+    """A folder turned read-only mid-grid: the lock's removal failed too, and its error
+    (naming .grid.lock) replaced the one that stopped the grid."""
+    import errno
+    from pathlib import Path
+
+    from robustsafe.experiments.grid.driver import _GridLock
+
+    real_unlink = Path.unlink
+
+    def read_only(self, missing_ok=False):
+        if self.name == ".grid.lock":
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", read_only)
+    with pytest.raises(RuntimeError, match="cannot write a run's results"):
+        with _GridLock(tmp_path):
+            raise RuntimeError("cannot write a run's results into ...")
+    with pytest.raises(OSError, match="Read-only"):  # with nothing in flight, it is reported
+        with _GridLock(tmp_path / "other"):
+            pass
+
+
+def test_files_a_task_writes_name_the_drivers_run_directory(monkeypatch):
+    """eval.json's "agent" named the task's node-local copy, deleted when the task ended."""
+    from robustsafe.experiments.launchers import RUN_COPY_ENV, recorded_path
+
+    copy, driver = os.path.join("/node", "robustsafe-run-x"), os.path.join("/out", "seed0")
+    monkeypatch.delenv(RUN_COPY_ENV, raising=False)
+    assert recorded_path(copy) == copy
+    monkeypatch.setenv(RUN_COPY_ENV, copy + os.pathsep + driver)
+    assert recorded_path(copy) == driver
+    assert recorded_path(os.path.join(copy, "agent.pt")) == os.path.join(driver, "agent.pt")
+    assert recorded_path(copy + "2") == copy + "2"  # another folder

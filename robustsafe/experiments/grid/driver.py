@@ -136,12 +136,14 @@ def run_grid(
         return [s.result() for s in states]
     check_saved_settings(spec, plan)
 
-    with _GridLock(spec.out):
-        launcher = make_launcher(spec.backend, spec.workers, spec.cpus_per_run)
-        try:
+    # the launcher first: a backend that refuses (no Ray node with the CPUs of a run) leaves
+    # no --out folder behind
+    launcher = make_launcher(spec.backend, spec.workers, spec.cpus_per_run)
+    try:
+        with _GridLock(spec.out):
             results = _execute(spec, plan, states, launcher, log, poll_interval)
-        finally:
-            launcher.close()
+    finally:
+        launcher.close()
     failed = sum(not r.ok for r in results)
     log(f"[grid] finished: {len(results)} runs, {failed} failed")
     return results
@@ -237,9 +239,20 @@ def _execute(
         for line in s.log_tail.splitlines():
             log(f"[grid]   {line}")
 
+    waiting_said = False
     try:
         while pending or running:
-            while pending and len(running) < launcher.capacity():
+            room = launcher.capacity()
+            if pending and not running and room == 0:  # a cluster that lost its nodes
+                if not waiting_said:
+                    log(
+                        f"[grid] waiting: no node has room for a run now ({len(pending)} "
+                        "pending); it goes on when one joins (Ctrl-C stops the grid)"
+                    )
+                    waiting_said = True
+            else:
+                waiting_said = False
+            while pending and len(running) < room:
                 job = pending.popleft()
                 n_started += 1
                 job.started = time.monotonic()
@@ -306,9 +319,15 @@ class _GridLock:
             return self
         raise RuntimeError(f"cannot take the grid lock {self.path}")
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._owner() == os.getpid():
-            self.path.unlink(missing_ok=True)
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError:
+                if exc_type is None:
+                    raise
+                # the error in flight (a read-only or lost folder) is the one to report; the
+                # lock left names a process that has ended, and the next grid takes it over
 
     def _owner(self) -> int | None:
         try:
