@@ -8,6 +8,7 @@ from pathlib import Path
 
 from robustsafe.cli._common import CLIError, add_env_workers_option, check_env_module
 from robustsafe.config import TrainConfig
+from robustsafe.experiments.launchers import recorded_path
 from robustsafe.presets import PRESETS, epochs_for_steps, resolve
 from robustsafe.rundir import run_files_text
 
@@ -41,7 +42,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         train(cfg, out, resume=args.resume, progress=not args.no_progress, force=args.force)
     except (FileExistsError, FileNotFoundError, ValueError, RunLockedError) as err:
         raise CLIError(str(err)) from None
-    print(f"run saved in {out}")
+    print(f"run saved in {recorded_path(str(out))}")  # (a Ray task: the driver's)
     return 0
 
 

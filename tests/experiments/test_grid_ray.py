@@ -133,6 +133,7 @@ def test_four_runs_on_two_nodes_come_back_to_the_driver(tmp_path, cluster):
         assert evaluation["agent"] == str(r.run_dir)  # not the node's copy, gone by now
         header = (r.run_dir / "train.log").read_text().split("\n")[1]
         assert "=== robustsafe grid" in header and str(r.run_dir) in header  # the driver's paths
+        assert f"run saved in {r.run_dir}\n" in (r.run_dir / "train.log").read_text()
     # the tasks ran on both nodes, in their own directories, and left nothing there
     for _, work in nodes.values():
         assert work.is_dir(), "a node ran no task"
