@@ -1,3 +1,4 @@
+import dataclasses
 import json
 from pathlib import Path
 
@@ -180,6 +181,15 @@ def test_evaluate_deterministic_action_override(toy_run, tmp_path, capsys):
         for ep in data["results"][0]["episodes"]:
             assert ep["reward"] == pytest.approx(20 * float(action), abs=1e-4)
         assert data["code"] == code_version()  # the code that ran the episodes
+        assert data["train_epsilon"] is None  # a vanilla agent: no training budget
+    # a robust agent records its training budget (the table notes one unlike the evaluation's)
+    adv = dataclasses.replace(
+        agent.config,
+        robust=dataclasses.replace(agent.config.robust, mode="adv-mc", train_epsilon=0.07),
+    )
+    save_agent(path, adv, agent.actor, agent.v_reward, agent.v_cost, agent.critics, 1)
+    assert main([*base, "--attacks", "none", "--out", str(tmp_path / "adv.json")]) == 0
+    assert json.loads((tmp_path / "adv.json").read_text())["train_epsilon"] == 0.07
     sac_cfg = tiny_config(agent.config.env_id, algo="sac-lag")
     actor, v_r, v_c, critics, _ = build_networks(sac_cfg, agent.obs_dim, agent.act_dim)
     sac_path = tmp_path / "sac.pt"

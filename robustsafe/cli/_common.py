@@ -370,6 +370,10 @@ def _agent_eval_fields(args: argparse.Namespace, agent) -> dict:
         if agent.config.algo == "sac-lag"
         else None,
         "train_mode": agent.config.robust.mode,
+        # the robust training's budget, for the table's check against the evaluation's
+        "train_epsilon": None
+        if agent.config.robust.mode == "vanilla"
+        else agent.config.robust.training_epsilon,
         "train_seed": agent.config.seed,
         "train_preset": agent.config.preset,
         "episodes": args.episodes,

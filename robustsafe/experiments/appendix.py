@@ -128,6 +128,19 @@ def merge_evals(main: EvalFile | None, extra: EvalFile | None) -> EvalFile:
                 f"{extra.path}: {name} {getattr(extra, name)!r} differs from {main.path}'s "
                 f"{getattr(main, name)!r}: they are not evaluations of the same run"
             )
+    # the same agent on the same paired episodes (e.g. not an appendix evaluation left from
+    # before the training was extended): mixture columns sit beside eval.json's MC and MR
+    for name, what in (
+        ("agent_epoch", "agent epoch"),
+        ("episode_seed", "episode seed"),
+        ("actions", "actions"),
+    ):
+        mine, theirs = getattr(extra, name), getattr(main, name)
+        if mine is not None and theirs is not None and mine != theirs:
+            raise ValueError(
+                f"{extra.path}: its {what} {mine!r} differs from {main.path}'s {theirs!r}: "
+                "not the same agent on the same episodes; evaluate it again (grid --appendix)"
+            )
     return EvalFile(
         path=main.path,
         env_id=main.env_id,
@@ -138,6 +151,10 @@ def merge_evals(main: EvalFile | None, extra: EvalFile | None) -> EvalFile:
         episodes={**main.episodes, **extra.episodes},
         epsilons={**main.epsilons, **extra.epsilons},
         algo=main.algo,
+        actions=main.actions,
+        cost_limit=main.cost_limit,
+        episode_seed=main.episode_seed,
+        train_epsilon=main.train_epsilon,
     )
 
 

@@ -33,6 +33,8 @@ class EvalFile:
     algo: str = "ppol"  # the learner; evaluations without ``train_algo`` are PPOL's
     actions: str | None = None  # the deterministic action the evaluation ran, as it records it
     cost_limit: float | None = None  # the limit the evaluation recorded
+    episode_seed: int | None = None  # the evaluation's --seed: its episodes' start states
+    train_epsilon: float | None = None  # the robust training's budget (None: vanilla, unknown)
 
 
 def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
@@ -70,6 +72,9 @@ def _episode(record: dict) -> tuple[float, float]:
     reward, cost = float(reward), float(cost)
     if not (math.isfinite(reward) and math.isfinite(cost) and cost >= 0):
         raise ValueError("not finite, or a negative cost")
+    length = record.get("length", 1)
+    if not (isinstance(length, int) and not isinstance(length, bool) and length >= 1):
+        raise ValueError("an episode of no step")
     return reward, cost
 
 
@@ -129,6 +134,13 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
     seed = data.get("train_seed")
     epoch = data.get("agent_epoch")
     algo = evaluated_learner(data, path)
+    limit = data.get("cost_limit")
+    if limit is not None and not (_is_number(limit) and math.isfinite(limit) and limit >= 0):
+        raise ValueError(f"{path}: cost_limit {limit!r} is not a finite number >= 0")
+    train_eps = data.get("train_epsilon")
+    if train_eps is not None and not (_is_number(train_eps) and math.isfinite(train_eps)):
+        raise ValueError(f"{path}: train_epsilon {train_eps!r} is not a finite number")
+    episode_seed = data.get("seed")
     return EvalFile(
         algo=algo,
         path=path,
@@ -140,7 +152,9 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
         episodes=episodes,
         epsilons=epsilons,
         actions=data.get("actions") if isinstance(data.get("actions"), str) else None,
-        cost_limit=float(limit) if _is_number(limit := data.get("cost_limit")) else None,
+        cost_limit=None if limit is None else float(limit),
+        episode_seed=episode_seed if isinstance(episode_seed, int) else None,
+        train_epsilon=None if train_eps is None else float(train_eps),
     )
 
 
@@ -155,16 +169,16 @@ def evaluated_learner(data: dict, path: str | PathLike) -> str:
 
 def episode_records(records: object, where: str) -> tuple[tuple[float, float], ...]:
     """The (reward, cost) of each episode record of a result; ValueError beginning with
-    ``where`` unless a non-empty list of records, each with a finite reward and a finite cost
-    >= 0."""
+    ``where`` unless a non-empty list of records, each with a finite reward, a finite cost
+    >= 0 and, where it records one, a length of at least one step."""
     if not isinstance(records, list) or not records:
         raise ValueError(f"{where} has no per-episode records")
     try:
         return tuple(_episode(e) for e in records)
     except (KeyError, TypeError, ValueError):
         raise ValueError(
-            f"{where} has malformed episodes (each needs a finite 'reward' and a finite "
-            "'cost' >= 0)"
+            f"{where} has malformed episodes (each needs a finite 'reward', a finite "
+            "'cost' >= 0 and, if it has one, a 'length' >= 1)"
         ) from None
 
 

@@ -82,17 +82,18 @@ class RunRow:
 
     @property
     def robust(self) -> bool | None:
-        """Cost within the limit without attack and under all five attackers (a run unsafe
-        without attack is not robust, whatever the attackers do); None if an attacker is
-        missing or there is no limit."""
-        worst = self.worst
-        if (
-            self.cost_limit is None
-            or worst is None
-            or len(self.attack_costs) < len(AVERAGED_ATTACKS)
-        ):
+        """Cost within the limit without attack and under all five attackers: False as soon as
+        the natural cost or an evaluated attacker's is above the limit (a run unsafe without
+        attack is not robust, whatever the attackers do), even where an attacker is missing;
+        None if no limit is known or a missing attacker could still decide it."""
+        if self.cost_limit is None:
             return None
-        return max(worst[1], self.natural_cost) <= self.cost_limit
+        costs = [self.natural_cost, *self.attack_costs.values()]
+        if max(costs) > self.cost_limit:
+            return False
+        if len(self.attack_costs) < len(AVERAGED_ATTACKS):
+            return None
+        return True
 
 
 class TrainingTail(NamedTuple):

@@ -18,10 +18,11 @@ Conventions (those of the paper, Table 1 and appendix Table 5, and the authors' 
   ``average="attackers"``) of the runs evaluated under all five (a run missing one is left out
   of it, with a note; no such run: "—"). Its std is the pooled episodes' (the paper's is not:
   its Average stds are smaller than its columns' means spread allows);
-- failing agents, whose natural reward is below 30% of PPOL-vanilla's natural reward on the
-  same env, are starred (``*`` after the name) and never marked. Without a PPOL-vanilla row on
-  an env, or when its natural reward is not positive, no agent is treated as failing (a note
-  says so). Other learners' agents are compared with their own vanilla agent (FOCOPS-vanilla);
+- failing agents, whose natural reward is below 30% of their learner's vanilla agent's
+  (PPOL-vanilla's for PPO-Lagrangian, FOCOPS-vanilla's for FOCOPS) natural reward on the same
+  env, are starred (``*`` after the name) and never marked. Without such a vanilla row on an
+  env, or when its natural reward is not positive, no agent is treated as failing (a note says
+  so);
 - in every column the two lowest-cost agents of each env and learner (SAC-Lagrangian's entropy
   weights together) are marked (``Cell.marked``; ``table_format`` shows them in bold in
   Markdown, ``\\textbf`` in LaTeX); costs are compared as displayed (2 decimals) and ties go to
@@ -30,15 +31,19 @@ Conventions (those of the paper, Table 1 and appendix Table 5, and the authors' 
   fewer seeds or episodes than the row's natural cell gets a note.
 
 Errors rather than silently wrong numbers: the seeds of one method attacked at different
-epsilons, one run evaluated at several epsilons (a sweep), and two evaluations of the same seed
-of the same method raise ValueError naming the files. Files that cannot be read, or that lack
-the ``env_id`` / ``train_mode`` fields, are left out with a note.
+epsilons, one run's attackers at different epsilons, and two evaluations of the same seed of
+the same method raise ValueError naming the files. Files that cannot be read, that lack the
+``env_id`` / ``train_mode`` fields, or that list an attacker twice (a sweep over epsilons) are
+left out with a note. Notes also say where a method pools runs of different presets, actions,
+agent epochs or numbers of episodes, evaluations without a training seed, or runs trained at
+another budget than the one they are attacked at (``train_epsilon``, which evaluations record
+for the robust modes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from os import PathLike
 from pathlib import Path
 
@@ -168,6 +173,30 @@ def build_table(
                 )
             seen[f.train_seed] = f.path
         epsilon = _group_epsilon(name, members)
+        seedless = [f for f in members if f.train_seed is None]
+        if len(seedless) > 1:
+            notes.append(
+                f"{name} pools {len(seedless)} evaluations that record no training seed "
+                "(e.g. of --policy agents) as that many seeds; nothing shows they are not one "
+                "agent evaluated twice."
+            )
+        counts = {len(f.episodes["none"]) for f in members if f.episodes.get("none")}
+        if len(counts) > 1:
+            notes.append(
+                f"{name}: its runs have different numbers of natural episodes "
+                f"({', '.join(map(str, sorted(counts)))}); the pooled cells weigh them by "
+                "their episodes, not equally."
+            )
+        budgets = {
+            f.train_epsilon
+            for f in members
+            if f.train_epsilon is not None and f.train_epsilon != epsilon
+        }
+        if budgets and epsilon is not None:
+            notes.append(
+                f"{name} was trained at epsilon {', '.join(f'{b:g}' for b in sorted(budgets))} "
+                f"and attacked here at {epsilon:g}."
+            )
         presets = sorted({f.preset for f in members if f.preset})
         if len(presets) > 1:
             notes.append(f"{name} pools runs of different presets ({', '.join(presets)}).")
@@ -354,10 +383,27 @@ def collect_table(runs_dir: str | PathLike, average: str = "paper") -> ResultsTa
     files, notes = [], []
     for p in paths:
         try:
-            files.append(load_eval_file(p))
+            files.append(_with_training_budget(load_eval_file(p)))
         except ValueError as err:
             notes.append(f"left out {err}")
     if not files:
         why = f" ({'; '.join(notes)})" if notes else ""
         raise ValueError(f"no usable eval.json under {runs_dir}{why}")
     return build_table(files, notes, source=str(runs_dir), average=average)
+
+
+def _with_training_budget(f: EvalFile) -> EvalFile:
+    """``f`` with its robust training's budget: as the evaluation recorded it, else from the
+    run's ``config.yaml`` beside it (evaluations written before they recorded it); vanilla runs
+    and runs without a readable config keep None."""
+    if f.train_epsilon is not None or f.mode == "vanilla":
+        return f
+    from robustsafe.rundir import load_run_config
+
+    try:
+        cfg = load_run_config(f.path.parent)
+    except (OSError, ValueError):
+        return f
+    if cfg.robust.mode != f.mode:  # the config of another run
+        return f
+    return replace(f, train_epsilon=cfg.robust.training_epsilon)

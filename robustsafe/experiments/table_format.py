@@ -67,10 +67,12 @@ def _legend(
         f"Mean {pm} std over all episodes of all seeds (pooled).{average} Seeds: runs pooled; "
         "Episodes: natural episodes pooled over them (the same under each attacker unless a note "
         "says otherwise).",
-        f"Attacks at each env's {eps} (training and test budgets are the same). Bold: the "
+        f"Attacks at each env's {eps} (the robust methods trained at the same budget unless a "
+        "note says otherwise). Bold: the "
         f"{_NUMBER_WORDS.get(MARKED_PER_COLUMN, MARKED_PER_COLUMN)} lowest-cost agents of each env"
-        " per column (ties to the higher reward), failing agents excluded. * failing agent: "
-        f"natural reward below {FAILING_FRACTION:.0%} of PPOL-vanilla's on the same env.",
+        " and learner per column (ties to the higher reward), failing agents excluded. * failing "
+        f"agent: natural reward below {FAILING_FRACTION:.0%} of its learner's vanilla agent's "
+        "(PPOL-vanilla's for PPO-Lagrangian) on the same env.",
     ]
 
 

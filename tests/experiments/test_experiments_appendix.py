@@ -372,3 +372,41 @@ def test_table_command_average_option(tmp_path: Path):
     assert average_cost() == pytest.approx((2 * 7.0 + 10 * 1.0) / 12)
     assert average_cost("--average", "attackers") == pytest.approx(1.0)
     assert "Natural and the five attackers" not in (tmp_path / "table.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("agent_epoch", 20, "agent epoch 20"),
+        ("seed", 7, "episode seed 7"),
+        ("actions", "deterministic (mean)", "actions 'deterministic (mean)'"),
+    ],
+)
+def test_an_appendix_evaluation_of_another_agent_or_episodes_is_left_out(
+    tmp_path, field, value, words
+):
+    """An eval-appendix.json left from before the training was extended (or run on other
+    episodes, or another action) was merged with eval.json: its mixture columns sat beside
+    another agent's MC and MR without a word."""
+    main_file = write_eval(tmp_path, "vanilla", 0, table1())
+    data = json.loads(main_file.read_text())
+    data["actions"] = "deterministic (E[clip(a)], the expected executed action)"
+    main_file.write_text(json.dumps(data))
+    extra = write_eval(
+        tmp_path,
+        "vanilla",
+        0,
+        [("none", [(1.0, 0.0)]), ("mix:0.5", [(1.0, 9.0)])],
+        name="eval-appendix.json",
+    )
+    data = json.loads(extra.read_text())
+    data["actions"] = "deterministic (E[clip(a)], the expected executed action)"
+    extra.write_text(json.dumps(data))
+    (merged,), notes = collect_runs(tmp_path)  # the same agent and episodes: merged
+    assert not notes and "mix:0.5" in merged.episodes and "mc" in merged.episodes
+    data[field] = value
+    extra.write_text(json.dumps(data))
+    files, notes = collect_runs(tmp_path)
+    assert files == []
+    (note,) = notes
+    assert words in note and "not the same agent on the same episodes" in note

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from robustsafe.cli import main
 from robustsafe.experiments.eval_files import EvalFile
@@ -482,3 +483,78 @@ def test_table_does_not_wait_on_a_fifo_in_a_run_folder(tmp_path, name, capsys):
     missing = {"metrics.csv": "train_reward", "provenance.json": "code"}.get(name)
     if missing:
         assert row[missing] == ""  # what the FIFO would have held, left blank
+
+
+def _edit(path: Path, **fields) -> None:
+    data = json.loads(path.read_text())
+    data.update(fields)
+    path.write_text(json.dumps(data))
+
+
+def test_what_a_method_pools_that_it_should_not_is_said(tmp_path):
+    """Seeds of 50 and 5 episodes pooled 10:1; two seedless evaluations counted as 2 seeds;
+    a run trained at another budget under "training and test budgets are the same": each
+    passed without a word."""
+    from robustsafe.config import to_dict
+    from robustsafe.experiments.table_format import format_markdown
+    from robustsafe.presets import resolve
+
+    write_eval(tmp_path / "a", "vanilla", 0, uniform(500.0, 0.0, n=50))
+    write_eval(tmp_path / "a", "vanilla", 1, uniform(100.0, 10.0, n=5))
+    (note,) = [n for n in collect_table(tmp_path / "a").notes if "numbers of natural" in n]
+    assert "(5, 50)" in note and "not equally" in note
+    for seed in (0, 1):
+        _edit(write_eval(tmp_path / "b", "vanilla", seed, uniform(1.0, 0.0)), train_seed=None)
+    notes = collect_table(tmp_path / "b").notes
+    assert any("2 evaluations that record no training seed" in n for n in notes), notes
+    # the budget: as the evaluation records it, else from the run's config.yaml beside it
+    recorded = write_eval(tmp_path / "c", "adv-mc", 0, uniform(1.0, 0.0), eps=0.05)
+    _edit(recorded, train_epsilon=0.075)
+    older = write_eval(tmp_path / "c", "adv-mc", 1, uniform(1.0, 0.0), eps=0.05)
+    cfg = resolve(ENV, "fast", mode="adv-mc", seed=1, sets=["robust.train_epsilon=0.1"])
+    (older.parent / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg)))
+    table = collect_table(tmp_path / "c")
+    (note,) = [n for n in table.notes if "was trained at epsilon" in n]
+    assert "0.075, 0.1" in note and "attacked here at 0.05" in note
+    assert "the robust methods trained at the same budget unless a note" in format_markdown(table)
+    _edit(recorded, train_epsilon=0.05)
+    (older.parent / "config.yaml").unlink()
+    assert not [n for n in collect_table(tmp_path / "c").notes if "trained at epsilon" in n]
+
+
+def test_values_no_evaluation_holds_are_left_out(tmp_path):
+    """A cost limit of Infinity made a run with MC cost 50 robust ("yes"), NaN "no"; episodes
+    of no step were pooled."""
+    from robustsafe.experiments.runs_table import collect_runs
+
+    for i, limit in enumerate(("Infinity", "NaN", "-1")):
+        path = write_eval(tmp_path / str(i), "vanilla", 0, uniform(1.0, 50.0))
+        text = path.read_text()
+        path.write_text(text.replace('"train_mode"', f'"cost_limit": {limit}, "train_mode"'))
+        write_eval(tmp_path / str(i), "vanilla", 1, uniform(1.0, 0.0))  # a usable one beside
+        rows, notes = collect_runs(tmp_path / str(i))
+        assert [r.seed for r in rows] == [1], limit
+        assert "is not a finite number >= 0" in " ".join(notes), (limit, notes)
+    path = write_eval(tmp_path / "zero", "vanilla", 0, uniform(1.0, 0.0))
+    path.write_text(path.read_text().replace('"length": 10', '"length": 0', 1))
+    with pytest.raises(ValueError, match="no usable eval.json.*'length' >= 1"):
+        collect_table(tmp_path / "zero")
+
+
+def test_the_legends_name_each_learners_own_reference(tmp_path):
+    """FOCOPS(MC) is starred against FOCOPS-vanilla, and marks are given per learner; the
+    legend said PPOL-vanilla's and per env."""
+    from robustsafe.experiments.appendix import learner_table
+    from robustsafe.experiments.table_format import format_markdown
+
+    for mode, reward in (("vanilla", 500.0), ("adv-mc", 100.0)):
+        path = write_eval(tmp_path, mode, 0, uniform(reward, 0.0))
+        _edit(path, train_algo="focops")
+    table = collect_table(tmp_path)
+    assert [(r.method, r.failing) for r in table.rows] == [
+        ("FOCOPS-vanilla", False),
+        ("FOCOPS(MC)", True),
+    ]
+    text = format_markdown(learner_table(table, "focops"))
+    assert "below 30% of its learner's vanilla agent's" in text
+    assert "lowest-cost agents of each env and learner per column" in text

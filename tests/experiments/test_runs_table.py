@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import subprocess
@@ -50,6 +51,17 @@ def test_a_run_unsafe_without_attack_is_not_robust():
     assert run(5.2, 2.74).robust is False
     assert run(5.0, 2.74).robust is True  # at the limit holds
     assert run(0.0, 5.01).robust is False
+    # an attacker missing: what was evaluated may already say no (it said "-", and the seeds
+    # table counted such a method robust on every judged seed); a yes needs all five
+    partial = dict.fromkeys(("random", "mad", "mc", "mr"), 1.0)
+    row = RunRow("E", "PPOL-vanilla", 2, 0.05, 500.0, 20.0, partial, 5.0, None, Path())
+    assert row.robust is False
+    assert (
+        dataclasses.replace(row, natural_cost=0.0, attack_costs=partial | {"mc": 180.0}).robust
+        is False
+    )
+    assert dataclasses.replace(row, natural_cost=0.0).robust is None
+    assert dataclasses.replace(row, cost_limit=None).robust is None
 
 
 def test_training_tail_averages_the_last_ten_epochs_with_an_episode(tmp_path):
