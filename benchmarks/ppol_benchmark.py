@@ -42,15 +42,20 @@ from speed_common import machine as _machine  # noqa: E402
 
 LOAD_AT_START = load_average()
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from robustsafe.agent import load_agent  # noqa: E402
 from robustsafe.config import ALGOS, apply_sets  # noqa: E402
-from robustsafe.envs import VectorEnv  # noqa: E402
-from robustsafe.evaluate import evaluate_agent  # noqa: E402
 from robustsafe.presets import preset  # noqa: E402
-from robustsafe.train import run_status, train, train_metrics  # noqa: E402
+
+# The env workers (spawned processes) import this file again as __mp_main__, the user's script's
+# way: they need none of the training's imports, which would cost each of them torch's start-up
+# (about a second), time a user's `robustsafe train` does not spend.
+if __name__ != "__mp_main__":
+    import numpy as np
+    import torch
+
+    from robustsafe.agent import load_agent
+    from robustsafe.envs import VectorEnv
+    from robustsafe.evaluate import evaluate_agent
+    from robustsafe.train import run_status, train, train_metrics
 
 
 def machine() -> dict:

@@ -14,8 +14,36 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from robustsafe.critics import CriticConfig
 from robustsafe.pid import PIDConfig
+
+
+@dataclass(frozen=True)
+class CriticConfig:
+    """The attackers' Q critics' training (``robustsafe.critics``, paper appendix C.3)."""
+
+    lr: float = 1e-3
+    polyak: float = 0.995
+    batch_size: int = 300
+    updates_per_epoch: int = 40
+    replay_size: int = 100_000
+    cost_scale: float = 5.0
+    gamma: float = 0.99
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.polyak < 1.0:
+            raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
+        for name in ("batch_size", "updates_per_epoch", "replay_size", "cost_scale"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not self.lr >= 0:  # 0 freezes the critics
+            raise ValueError(f"lr must be >= 0, got {self.lr}")
+        if not 0.0 <= self.gamma < 1.0:
+            raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
+
+
+# The deterministic actions an agent can be evaluated with (``robustsafe.nets``): E[clip(a)],
+# the expected executed action, or the Gaussian's mean
+DETERMINISTIC_ACTIONS = ("expected", "mean")
 
 # The widest hidden layer a setting may ask for (the paper's are 128 / 256 wide): a typo of a
 # few digits more would otherwise fail deep in torch's allocator.
@@ -557,8 +585,6 @@ class TrainConfig:
             raise ValueError(f"episode_steps must be >= 1 or None, got {self.episode_steps}")
         if not math.isfinite(self.survival_bonus):
             raise ValueError(f"survival_bonus must be a finite number, got {self.survival_bonus}")
-        from robustsafe.nets import DETERMINISTIC_ACTIONS
-
         if self.deterministic_action not in DETERMINISTIC_ACTIONS:
             raise ValueError(
                 f"deterministic_action must be one of {DETERMINISTIC_ACTIONS}, "

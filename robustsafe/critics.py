@@ -10,38 +10,15 @@ it reads Q_c in these critics' units whatever critics it is given (``QCritics.co
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from robustsafe.buffers import ReplayBuffer, Rollout
+from robustsafe.config import CriticConfig
 from robustsafe.nets import GaussianActor, ObsNormalizer, QCritic
 from robustsafe.policy import sample_actions
-
-
-@dataclass(frozen=True)
-class CriticConfig:
-    lr: float = 1e-3
-    polyak: float = 0.995
-    batch_size: int = 300
-    updates_per_epoch: int = 40
-    replay_size: int = 100_000
-    cost_scale: float = 5.0
-    gamma: float = 0.99
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.polyak < 1.0:
-            raise ValueError(f"polyak must be in [0, 1), got {self.polyak}")
-        for name in ("batch_size", "updates_per_epoch", "replay_size", "cost_scale"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not self.lr >= 0:  # 0 freezes the critics
-            raise ValueError(f"lr must be >= 0, got {self.lr}")
-        if not 0.0 <= self.gamma < 1.0:
-            raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
-
 
 ATTACKER_COST_SCALE = CriticConfig.cost_scale  # the attackers' critics' units: costs / 5
 

@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from robustsafe.agent import Agent
-from robustsafe.critics import ATTACKER_COST_SCALE, CriticConfig, CriticTrainer, QCritics
+from robustsafe.config import CriticConfig
+from robustsafe.critics import ATTACKER_COST_SCALE, CriticTrainer, QCritics
 from robustsafe.envs import VectorEnv
 from robustsafe.evaluate import check_compatible
 from robustsafe.policy import DEFAULT_EXPLORATION_STD, policy_dtype

@@ -14,6 +14,8 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
+from robustsafe.config import DETERMINISTIC_ACTIONS
+
 
 class ObsNormalizer(nn.Module):
     """Running mean / variance of observations, applied as ``clip((obs - mean) / std)``.
@@ -77,9 +79,6 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:
         last = width
     layers.append(nn.Linear(last, out_dim))
     return nn.Sequential(*layers)
-
-
-DETERMINISTIC_ACTIONS = ("expected", "mean")
 
 
 def expected_clipped_action(

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 STATE_FORMAT = "robustsafe-train-state"
 STATE_VERSION = 2  # version 1 was a plain pickle, which cannot be loaded safely
@@ -49,6 +48,8 @@ class RunLockedError(RuntimeError):
 
 
 def _encode(obj: Any) -> Any:
+    import torch  # (here, not at the top: the CLI and env workers import this module)
+
     if isinstance(obj, np.ndarray | np.generic):
         arr = np.asarray(obj)
         if arr.dtype.hasobject:
@@ -167,6 +168,8 @@ def _unlink_quietly(path: str) -> None:
 
 def torch_bytes(obj: Any) -> bytes:
     """``obj`` serialised by ``torch.save``, in memory (so that write errors are real OSErrors)."""
+    import torch
+
     buf = io.BytesIO()
     torch.save(obj, buf)
     return buf.getvalue()
@@ -210,6 +213,8 @@ def safe_torch_load(path: Path) -> Any:
     """``torch.load`` of tensors and plain values only, without torch's warnings on stderr.
     A file that is not ``torch.save``'s zip archive (truncated, damaged, text) is a ValueError
     that says so, rather than the unpickler's puzzle."""
+    import torch
+
     if Path(path).is_file() and not zipfile.is_zipfile(path):
         raise ValueError("not a file written by torch.save: truncated, damaged or another format")
     with warnings.catch_warnings():

@@ -74,6 +74,21 @@ def test_help_text_prints_the_defaults(command, expected, capsys):
 # ----------------------------------------------------------------------------- --version
 
 
+def test_the_command_line_starts_without_torch():
+    """`robustsafe` (the console script) imports robustsafe.cli, and so does every env worker
+    it spawns (they import the main script again): that import pulled in torch, about a second
+    of start-up in the command and again in each worker before the first epoch."""
+    import subprocess
+
+    code = (
+        "import sys, robustsafe.cli\n"
+        "heavy = sorted(m for m in ('torch', 'matplotlib', 'ray') if m in sys.modules)\n"
+        "print(heavy)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 def test_version_prints_the_package_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])

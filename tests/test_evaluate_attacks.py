@@ -8,7 +8,7 @@ from tiny_config import tiny_config
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
-from robustsafe.critics import CriticConfig
+from robustsafe.config import CriticConfig
 from robustsafe.envs import VectorEnv
 from robustsafe.evaluate import (
     EpisodeRecord,

@@ -287,7 +287,7 @@ def test_fit_policy_critics_learns_the_reward_of_the_action(toy_env_id):
     """On the toy walk the reward is the action itself, and nothing else the action does changes
     later rewards: for any state, Q_r(s, 0.5) - Q_r(s, -0.5) = 1. The fitted critic of a policy
     that stands still (exploring with std 0.5) says so; an unfitted one does not."""
-    from robustsafe.critics import CriticConfig
+    from robustsafe.config import CriticConfig
     from robustsafe.fit_critics import fit_policy_critics
 
     still = nn.Sequential(nn.Linear(2, 1), nn.Tanh())

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from robustsafe.buffers import Rollout
-from robustsafe.critics import CriticConfig, CriticTrainer, QCritics
+from robustsafe.config import CriticConfig
+from robustsafe.critics import CriticTrainer, QCritics
 from robustsafe.nets import GaussianActor
 
 

@@ -23,8 +23,8 @@ from robustsafe.cli._common import (
     sweep_prefix,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
+from robustsafe.config import DETERMINISTIC_ACTIONS
 from robustsafe.experiments.launchers import recorded_path
-from robustsafe.nets import DETERMINISTIC_ACTIONS
 from robustsafe.provenance import code_version
 
 SAMPLED_LABEL = "sampled from pi(.|s~) (a diagnostic; attacks aim at the deterministic action)"
