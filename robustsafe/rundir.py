@@ -405,15 +405,22 @@ def remove_run_files(out: Path, force: bool) -> None:
             path.unlink()
 
 
+# What a resume may change: the run's length, and the env worker processes, which step the same
+# envs in the same order whatever their number (the numbers do not depend on it)
+RESUME_MAY_CHANGE = ("epochs", "workers")
+
+
 def resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
-    """The saved settings with ``cfg``'s number of epochs; refuse any other difference."""
+    """The saved settings with ``cfg``'s number of epochs and env workers (``RESUME_MAY_CHANGE``);
+    refuse any other difference."""
     saved = load_run_config(out)
-    differ = config_differences(saved, replace(cfg, epochs=saved.epochs))
+    differ = config_differences(saved, replace(cfg, epochs=saved.epochs, workers=saved.workers))
     if differ:
         raise ValueError(
             f"cannot resume {out} with other settings than the saved ones: "
             + "; ".join(differ)
-            + ". A resume continues the saved settings (only the number of epochs may change)"
+            + ". A resume continues the saved settings (only the number of epochs and the env "
+            "workers may change)"
         )
     status = run_status(out)
     done = status[0] if status is not None else 0
@@ -423,7 +430,7 @@ def resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
             f"give at least {done}"
         )
     check_metrics(out / "metrics.csv", done, force)
-    return replace(saved, epochs=cfg.epochs)
+    return replace(saved, epochs=cfg.epochs, workers=cfg.workers)
 
 
 def flat_settings(cfg: TrainConfig) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from robustsafe.provenance import record_start
 from robustsafe.robust import RobustHooks, gaussian_kl
 from robustsafe.rollout import Collector, CollectResult, Perturbation, join_results
 from robustsafe.rundir import (
+    RESUME_MAY_CHANGE,
     RUN_FILES,
     MetricsCSV,
     check_fresh,
@@ -238,7 +239,7 @@ def _train(
         )
         hooks = RobustHooks(cfg, actor, critics, generator)
         collector = Collector(vec, cfg.seed, cfg.survival_bonus)
-        settings = {k: v for k, v in flat_settings(cfg).items() if k != "epochs"}
+        settings = {k: v for k, v in flat_settings(cfg).items() if k not in RESUME_MAY_CHANGE}
         parts = _Resumable(learner, critics, critic_trainer, collector, generator, np_rng, settings)
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0

@@ -496,3 +496,49 @@ def test_every_learner_has_its_words_in_train_help(capsys, monkeypatch):
     text = capsys.readouterr().out
     for algo in ALGOS:
         assert f"{algo} ({LEARNERS[algo]})" in text
+
+
+def test_a_resume_may_change_the_env_workers_and_the_numbers_do_not(tmp_path):
+    """Env workers step the same envs in the same order whatever their number, yet a resume
+    refused `--env-workers` (and the grid's resume dropped `--set workers=K`): a run could not
+    move to a machine with more cores. Resumed with other workers, a run ends as one trained
+    straight through, bit for bit."""
+    import csv
+
+    import torch
+
+    from robustsafe.experiments.grid.commands import _resume_args
+
+    base = ["train", "--env", "SafetyCarRun-v0", "--num-envs", "4", "--set", "steps_per_epoch=800"]
+    straight, moved = tmp_path / "straight", tmp_path / "moved"
+    assert main([*base, "--epochs", "3", "--env-workers", "0", "--out", str(straight)]) == 0
+    assert main([*base, "--epochs", "1", "--env-workers", "0", "--out", str(moved)]) == 0
+    resume = ["train", "--resume", "--out", str(moved)]
+    assert main([*resume, "--epochs", "2", "--env-workers", "2", "--no-progress"]) == 0
+    assert yaml.safe_load((moved / "config.yaml").read_text())["workers"] == 2
+    assert main([*resume, "--epochs", "3", "--set", "workers=1", "--no-progress"]) == 0
+    assert yaml.safe_load((moved / "config.yaml").read_text())["workers"] == 1
+
+    def numbers(run):
+        with (run / "metrics.csv").open() as f:
+            return [
+                {k: v for k, v in row.items() if not k.startswith(("time_", "wall", "steps_per"))}
+                for row in csv.DictReader(f)
+            ]
+
+    assert numbers(moved) == numbers(straight) and len(numbers(moved)) == 3
+    a, b = (torch.load(r / "agent.pt", weights_only=True) for r in (straight, moved))
+    assert all(torch.equal(a["actor"][k], b["actor"][k]) for k in a["actor"])
+    # the other settings still may not change
+    assert main([*resume, "--epochs", "4", "--num-envs", "2"]) == 2
+    # and the grid's resume takes the workers from its --set / --env-workers
+    args = ["--epochs", "5", "--set", "workers=1", "--set", "ppo.actor_lr=1", "--set=workers=3"]
+    assert _resume_args([*args, "--env-workers", "2"]) == [
+        "--epochs",
+        "5",
+        "--set",
+        "workers=1",
+        "--set=workers=3",
+        "--env-workers",
+        "2",
+    ]

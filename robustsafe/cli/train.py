@@ -10,7 +10,7 @@ from robustsafe.cli._common import CLIError, add_env_workers_option, check_env_m
 from robustsafe.config import TrainConfig
 from robustsafe.experiments.launchers import recorded_path
 from robustsafe.presets import PRESETS, epochs_for_steps, resolve
-from robustsafe.rundir import run_files_text
+from robustsafe.rundir import RESUME_MAY_CHANGE, run_files_text
 
 # The --preset of train and grid when none is given: the quickstart's.
 DEFAULT_PRESET = "fast"
@@ -89,9 +89,10 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
             if conflicts:
                 raise ValueError(
                     f"cannot resume {out}: " + "; ".join(conflicts) + ". A resume keeps the "
-                    "run's saved settings (only --epochs / --total-steps may change): drop these "
-                    "options, or train a new run in another --out"
+                    "run's saved settings (only --epochs / --total-steps and --env-workers may "
+                    "change): drop these options, or train a new run in another --out"
                 )
+            cfg = _resume_runtime(cfg, args, file_sets)
             if args.epochs is not None:
                 cfg = replace(cfg, epochs=args.epochs)
             elif args.total_steps is not None:
@@ -150,10 +151,9 @@ def _resume_conflicts(
         "preset": saved.preset,
         "mode": saved.robust.mode,
         "algo": saved.algo,
-        "env_workers": saved.workers,
         "num_envs": saved.num_envs,
     }
-    asked = {**given, "env_workers": args.env_workers, "num_envs": args.num_envs}
+    asked = {**given, "num_envs": args.num_envs}  # (--env-workers may change: see below)
     out = [
         f"--{k.replace('_', '-')} {v} (saved: {saved_values[k]})"
         for k, v in asked.items()
@@ -169,6 +169,8 @@ def _resume_conflicts(
     items = [(f"--config {args.config}: ", i) for i in file_sets or []]
     items += [("--set ", i) for i in args.set or []]
     for label, item in items:
+        if item.split("=", 1)[0].strip() in RESUME_MAY_CHANGE:
+            continue  # (applied to the resume's settings, not a conflict)
         try:
             changed = apply_sets(saved, [item]) != saved
         except ValueError as err:
@@ -178,6 +180,19 @@ def _resume_conflicts(
             key = item.split("=", 1)[0]
             out.append(f"{label}{item} (saved: {key}={_setting(saved, key)!r})")
     return out
+
+
+def _resume_runtime(
+    cfg: TrainConfig, args: argparse.Namespace, file_sets: list[str]
+) -> TrainConfig:
+    """The saved settings with the env workers a resume asks for (``workers`` in the --config
+    file, a ``--set``, then ``--env-workers``; the numbers do not depend on them)."""
+    from robustsafe.config import apply_sets
+
+    items = [i for i in [*file_sets, *(args.set or [])] if i.split("=", 1)[0].strip() == "workers"]
+    if args.env_workers is not None:
+        items.append(f"workers={args.env_workers}")
+    return apply_sets(cfg, items) if items else cfg
 
 
 def _setting(cfg: TrainConfig, key: str) -> object:

@@ -13,9 +13,9 @@ from robustsafe.experiments.grid.spec import GridSpec
 
 def train_command(spec: GridSpec, plan: PlannedRun) -> list[str]:
     """The ``robustsafe train`` arguments of a planned run (after ``python``)."""
-    if plan.action == "resume":  # the saved settings go on; only the length may change
+    if plan.action == "resume":  # the saved settings go on; the length and workers may change
         cmd = ["-m", "robustsafe.cli", "train", "--out", str(plan.run_dir), "--resume"]
-        return [*cmd, *_env_module_args(plan), *_length_args(spec.train_args), "--no-progress"]
+        return [*cmd, *_env_module_args(plan), *_resume_args(spec.train_args), "--no-progress"]
     cmd = ["-m", "robustsafe.cli", "train", "--env", plan.env_id, "--mode", plan.mode]
     if plan.algo != "ppol":
         algo, variant_sets = split_algo(plan.algo)  # sac-lag:ALPHA sets sac.alpha
@@ -31,15 +31,26 @@ def _env_module_args(plan: PlannedRun) -> list[str]:
     return ["--env", plan.env_id] if ":" in plan.env_id else []
 
 
-def _length_args(train_args: Sequence[str]) -> list[str]:
-    """The ``--epochs`` / ``--total-steps`` options among ``train_args`` (a resume refuses the
-    others when they differ from the saved settings)."""
+# the options of train_args a resume takes: the length, and the env workers (which do not
+# change the numbers; a resume refuses the other options when they differ from the saved ones)
+_RESUME_OPTIONS = ("--epochs", "--total-steps", "--env-workers", "--workers")
+
+
+def _resume_args(train_args: Sequence[str]) -> list[str]:
+    """The options among ``train_args`` that a resume takes: ``--epochs`` / ``--total-steps``,
+    ``--env-workers`` and a ``--set workers=K``."""
     out: list[str] = []
     it = iter(train_args)
     for arg in it:
-        if arg in ("--epochs", "--total-steps"):
+        if arg in _RESUME_OPTIONS:
             out += [arg, next(it, "")]
-        elif arg.startswith(("--epochs=", "--total-steps=")):
+        elif arg.startswith(tuple(f"{o}=" for o in _RESUME_OPTIONS)):
+            out.append(arg)
+        elif arg == "--set":
+            item = next(it, "")
+            if item.split("=", 1)[0].strip() == "workers":
+                out += [arg, item]
+        elif arg.startswith("--set=") and arg[6:].split("=", 1)[0].strip() == "workers":
             out.append(arg)
     return out
 
