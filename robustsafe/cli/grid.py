@@ -121,7 +121,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
             print(format_cost(spec, plan, machine_factor=_machine_factor(args)))
             return 0
         if args.backend == "ray":  # before the plan is printed or --out made
-            from robustsafe.experiments.launchers import RAY_MISSING, check_ray_address
+            from robustsafe.experiments.ray_launcher import RAY_MISSING, check_ray_address
 
             try:
                 import ray  # noqa: F401 (the launcher's; here to refuse before any output)

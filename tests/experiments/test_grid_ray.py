@@ -33,7 +33,7 @@ from robustsafe.experiments.grid import (  # noqa: E402
     plan_grid,
     run_grid,
 )
-from robustsafe.experiments.launchers import WORKDIR_ENV  # noqa: E402
+from robustsafe.experiments.ray_launcher import WORKDIR_ENV  # noqa: E402
 from robustsafe.train import run_status  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -233,7 +233,7 @@ def test_closing_the_launcher_waits_for_a_stopped_task_to_clean_its_node(tmp_pat
     """A stopped task has removed its node-local copy when ``close()`` returns: Ray kills a
     driver's workers when the driver exits, so a clean-up still running then would strand the
     copy on the node's disk. The task's program here takes 3 s to end on SIGTERM."""
-    from robustsafe.experiments.launchers import RayLauncher
+    from robustsafe.experiments.ray_launcher import RayLauncher
 
     _, nodes = cluster
     run = tmp_path / "run"
@@ -257,7 +257,7 @@ def test_a_task_stops_and_cleans_up_on_the_drivers_word_alone(tmp_path, cluster)
     """Without Ray's cancel (whose interrupt a loaded machine was seen to lose), the word the
     driver leaves in the inbox stops the task: its program ends and its copy is removed before
     ``close()`` returns, well within the clean-up timeout."""
-    from robustsafe.experiments.launchers import RayLauncher
+    from robustsafe.experiments.ray_launcher import RayLauncher
 
     _, nodes = cluster
     run = tmp_path / "run"

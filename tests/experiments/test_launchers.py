@@ -8,14 +8,12 @@ import os
 
 import pytest
 
-from robustsafe.experiments import launchers
-from robustsafe.experiments.launchers import (
-    LocalLauncher,
+from robustsafe.experiments import run_bundles
+from robustsafe.experiments.launchers import LocalLauncher, _relocate, make_launcher
+from robustsafe.experiments.run_bundles import (
     _changed,
     _files,
-    _relocate,
     consistent_changes,
-    make_launcher,
     pack_run_dir,
     unpack,
 )
@@ -128,7 +126,7 @@ def test_a_sending_reads_again_when_an_epoch_ends_during_it(tmp_path, monkeypatc
         opened.append(path.name)
         return open(path, mode)
 
-    monkeypatch.setattr(launchers, "open", open_during_an_epoch, raising=False)
+    monkeypatch.setattr(run_bundles, "open", open_during_an_epoch, raising=False)
     bundle = _sent(consistent_changes(run, seen, set(), wait=lambda: None))
     assert opened.count("metrics.csv") == 2  # read again
     assert bundle["state.pt"] == b"state 3"
@@ -197,7 +195,7 @@ def test_an_unreachable_ray_address_is_refused_at_once(tmp_path):
     import sys
     import time
 
-    from robustsafe.experiments.launchers import check_ray_address
+    from robustsafe.experiments.ray_launcher import check_ray_address
 
     with _server(socket.AF_INET, "127.0.0.1", _SETTINGS) as port:  # answers as gRPC does
         for ok in (None, "", "auto", f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
@@ -234,7 +232,7 @@ def test_an_unreachable_ray_address_is_refused_at_once(tmp_path):
 _PESTERED_CLEAN_UP = """
 import _thread, signal, subprocess, sys, threading, time
 from pathlib import Path
-from robustsafe.experiments.launchers import clean_up
+from robustsafe.experiments.ray_launcher import clean_up
 
 local = Path(sys.argv[1])
 slow_exit = (
@@ -302,7 +300,7 @@ def test_a_bundle_is_written_all_or_none(tmp_path, monkeypatch):
     import types
     from pathlib import Path
 
-    from robustsafe.experiments.launchers import RayLauncher
+    from robustsafe.experiments.ray_launcher import RayLauncher
 
     run = tmp_path / "run"
     run.mkdir()
