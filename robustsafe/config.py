@@ -788,6 +788,11 @@ def _as_number(value: Any, where: str, kind: type) -> Any:
     return float(number)
 
 
+def set_key(item: str) -> str:
+    """The dotted setting a ``--set KEY=VALUE`` item names (``ppo.actor_lr``)."""
+    return item.split("=", 1)[0].strip()
+
+
 def apply_sets(cfg: TrainConfig, sets: list[str] | tuple[str, ...]) -> TrainConfig:
     """Apply ``KEY=VALUE`` overrides (``ppo.actor_lr=1e-3``; values read as YAML scalars)."""
     return checked_config(merge_sets(to_dict(cfg), sets))

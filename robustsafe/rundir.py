@@ -201,10 +201,10 @@ def run_status(run_dir: Path) -> tuple[int, int] | None:
     status = run_dir / "status.json"
     if status.exists():  # written right after state.pt: cheap to read
         try:
-            data = json.loads(status.read_text())
+            data = json.loads(read_text_file(status))  # (a FIFO would wait for a writer)
             if data.get("state_mtime_ns") == state.stat().st_mtime_ns:
                 return int(data["epoch"]), cfg.epochs
-        except (ValueError, TypeError, AttributeError):
+        except (OSError, ValueError, TypeError, AttributeError):
             pass  # damaged: read the state itself
     return int(load_state(state)["epoch"]), cfg.epochs
 

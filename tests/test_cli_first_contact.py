@@ -529,8 +529,10 @@ def test_a_resume_may_change_the_env_workers_and_the_numbers_do_not(tmp_path):
     assert numbers(moved) == numbers(straight) and len(numbers(moved)) == 3
     a, b = (torch.load(r / "agent.pt", weights_only=True) for r in (straight, moved))
     assert all(torch.equal(a["actor"][k], b["actor"][k]) for k in a["actor"])
-    # the other settings still may not change
+    # the other settings still may not change, nor the length through --set
     assert main([*resume, "--epochs", "4", "--num-envs", "2"]) == 2
+    assert main([*resume, "--set", "epochs=4"]) == 2
+    assert len(numbers(moved)) == 3
     # and the grid's resume takes the workers from its --set / --env-workers
     args = ["--epochs", "5", "--set", "workers=1", "--set", "ppo.actor_lr=1", "--set=workers=3"]
     assert _resume_args([*args, "--env-workers", "2"]) == [

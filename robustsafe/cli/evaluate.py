@@ -69,7 +69,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     attacks = _attack_list(args.attacks)
     if args.eps is None:  # the budget the run was trained and tabulated at
-        args.eps = f"{agent.config.robust.epsilon:g}"
+        args.eps = repr(float(agent.config.robust.epsilon))  # every digit: the run's own budget
     out = Path(args.out) if args.out else None
     if out is not None:  # before any episode runs: a bad path must not waste the work
         check_eval_outputs(out, args.force, args.eps)

@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from robustsafe.cli._common import CLIError, add_env_workers_option, check_env_module
-from robustsafe.config import TrainConfig
+from robustsafe.config import TrainConfig, set_key
 from robustsafe.experiments.launchers import recorded_path
 from robustsafe.presets import PRESETS, epochs_for_steps, resolve
-from robustsafe.rundir import RESUME_MAY_CHANGE, run_files_text
+from robustsafe.rundir import run_files_text
 
 # The --preset of train and grid when none is given: the quickstart's.
 DEFAULT_PRESET = "fast"
@@ -169,7 +169,7 @@ def _resume_conflicts(
     items = [(f"--config {args.config}: ", i) for i in file_sets or []]
     items += [("--set ", i) for i in args.set or []]
     for label, item in items:
-        if item.split("=", 1)[0].strip() in RESUME_MAY_CHANGE:
+        if set_key(item) == "workers":
             continue  # (applied to the resume's settings, not a conflict)
         try:
             changed = apply_sets(saved, [item]) != saved
@@ -189,7 +189,7 @@ def _resume_runtime(
     file, a ``--set``, then ``--env-workers``; the numbers do not depend on them)."""
     from robustsafe.config import apply_sets
 
-    items = [i for i in [*file_sets, *(args.set or [])] if i.split("=", 1)[0].strip() == "workers"]
+    items = [i for i in [*file_sets, *(args.set or [])] if set_key(i) == "workers"]
     if args.env_workers is not None:
         items.append(f"workers={args.env_workers}")
     return apply_sets(cfg, items) if items else cfg

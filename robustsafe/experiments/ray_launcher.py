@@ -231,8 +231,8 @@ def check_ray_address(address: str | None, timeout: float = 10.0) -> None:
         hosts.append(resolve_ip_for_localhost(host))
     except Exception:  # a Ray without it: the address as given
         pass
-    reason = ""
-    for candidate in dict.fromkeys(hosts):
+    reason, answered = "", False
+    for candidate in dict.fromkeys(hosts):  # any one that is a gRPC server will do
         try:
             conn = socket.create_connection((candidate, port), timeout=timeout)
         except OSError as err:
@@ -241,6 +241,8 @@ def check_ray_address(address: str | None, timeout: float = 10.0) -> None:
         with conn:
             if _is_grpc_server(conn, timeout):
                 return
+        answered = True
+    if answered:
         raise RuntimeError(
             f"RAY_ADDRESS={address} answers, but not as a Ray cluster's head (its GCS speaks "
             "gRPC): is that the port `ray start --head` printed? Unset RAY_ADDRESS to start "

@@ -42,6 +42,7 @@ for the robust modes).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from os import PathLike
@@ -190,7 +191,9 @@ def build_table(
         budgets = {
             f.train_epsilon
             for f in members
-            if f.train_epsilon is not None and f.train_epsilon != epsilon
+            if f.train_epsilon is not None
+            and epsilon is not None
+            and not math.isclose(f.train_epsilon, epsilon, rel_tol=1e-6)  # (a printed --eps)
         }
         if budgets and epsilon is not None:
             notes.append(

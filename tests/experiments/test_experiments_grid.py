@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from grid_interrupt import epoch_of, signal_after_two_epochs
 
+from robustsafe.config import to_dict
 from robustsafe.experiments.grid import (
     GridSpec,
     evaluation_is_current,
@@ -22,6 +24,7 @@ from robustsafe.experiments.grid import (
     run_grid,
 )
 from robustsafe.experiments.table_format import format_csv, write_tables
+from robustsafe.presets import resolve
 from robustsafe.rundir import check_fresh
 from robustsafe.train import load_run_config, run_status
 
@@ -188,6 +191,39 @@ def test_a_grid_with_no_room_says_it_waits(tmp_path, importable_toy, monkeypatch
     waits = [line for line in logged if "waiting: no node has room" in line]
     assert len(waits) == 1 and "(1 pending)" in waits[0]
     assert logged.index(waits[0]) < next(i for i, x in enumerate(logged) if "start train" in x)
+
+
+def test_a_grid_held_by_another_starts_no_backend(tmp_path, importable_toy, monkeypatch):
+    """The launcher is made before the lock is taken (so that a backend's refusal leaves no
+    --out); a folder another grid holds was then found only after Ray had been started."""
+    from robustsafe.experiments.grid import driver
+
+    started = []
+    monkeypatch.setattr(driver, "make_launcher", lambda *a: started.append(a))
+    out = tmp_path / "g"
+    out.mkdir()
+    (out / ".grid.lock").write_text(str(os.getpid()))  # a live process holds it
+    with pytest.raises(RuntimeError, match="another grid"):
+        run_grid(tiny_spec(out, 1, evaluate=False), log=lambda s: None)
+    assert started == []
+    # and a FIFO named status.json in a run of that folder does not make the plan wait
+    import signal
+
+    from robustsafe.rundir import run_status
+
+    run = out / "run"
+    run.mkdir()
+    cfg = resolve(TOY, "fast", seed=0)
+    (run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg)))
+    (run / "state.pt").write_bytes(b"")
+    os.mkfifo(run / "status.json")
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("run_status waited on a FIFO"))
+    signal.alarm(20)
+    try:
+        with pytest.raises(ValueError):  # read the state itself: this one is empty
+            run_status(run)
+    finally:
+        signal.alarm(0)
 
 
 def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, importable_toy):

@@ -151,14 +151,14 @@ _SETTINGS = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 @contextlib.contextmanager
-def _server(family: int, host: str, reply: bytes | None):
+def _server(family: int, host: str, reply: bytes | None, port: int = 0):
     """A listening port whose server answers each connection with ``reply`` (None: silence);
     yields the port."""
     import socket
     import threading
 
     listening = socket.socket(family)
-    listening.bind((host, 0))
+    listening.bind((host, port))
     listening.listen()
     listening.settimeout(0.2)
     stop = threading.Event()
@@ -376,3 +376,26 @@ def test_files_a_task_writes_name_the_drivers_run_directory(monkeypatch):
     assert recorded_path(copy) == driver
     assert recorded_path(os.path.join(copy, "agent.pt")) == os.path.join(driver, "agent.pt")
     assert recorded_path(copy + "2") == copy + "2"  # another folder
+
+
+def test_either_address_of_a_local_head_will_do(monkeypatch):
+    """For a loopback RAY_ADDRESS Ray also connects to this node's own address; the check
+    refused on the first address that answered without gRPC, never trying the other."""
+    import socket
+
+    services = pytest.importorskip("ray._private.services")
+    from robustsafe.experiments.ray_launcher import check_ray_address
+
+    monkeypatch.setattr(services, "resolve_ip_for_localhost", lambda host: "127.0.0.2")
+    with _server(socket.AF_INET, "127.0.0.1", b"-ERR unknown command\r\n") as port:
+        try:
+            other = _server(socket.AF_INET, "127.0.0.2", _SETTINGS, port=port)
+            other.__enter__()
+        except OSError:
+            pytest.skip("no second loopback address here")
+        try:
+            check_ray_address(f"127.0.0.1:{port}", timeout=2.0)  # the head on 127.0.0.2: passes
+        finally:
+            other.__exit__(None, None, None)
+        with pytest.raises(RuntimeError, match="answers, but not as a Ray cluster's head"):
+            check_ray_address(f"127.0.0.1:{port}", timeout=1.0)  # only Redis-like left

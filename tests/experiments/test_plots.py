@@ -435,7 +435,17 @@ def test_a_failed_figure_write_leaves_the_earlier_files(tmp_path, monkeypatch, c
     assert "no space left on device" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]  # nothing, no stage left
     monkeypatch.setattr(Figure, "savefig", real_savefig)
+    import os
+
+    from robustsafe import runstate
+
+    moved = []
+    real_replace = os.replace
+    monkeypatch.setattr(
+        runstate.os, "replace", lambda a, b: (moved.append(Path(b).suffix), real_replace(a, b))
+    )
     assert main(["plot", "sweep", sweep, "--out", str(out)]) == 0
+    assert moved[-3:] == [".csv", ".pdf", ".png"]  # the CSV, the mark of ours, first
     before = {ext: out.with_suffix(ext).read_bytes() for ext in (".png", ".pdf", ".csv")}
     monkeypatch.setattr(Figure, "savefig", no_pdf)
     other = str(_sweep_file(tmp_path, "t.json", 0, cost_limit=25.0))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from robustsafe.config import split_algo
+from robustsafe.config import set_key, split_algo
 from robustsafe.experiments.grid.plan import PlannedRun, expected_attacks
 from robustsafe.experiments.grid.spec import GridSpec
 
@@ -48,9 +48,9 @@ def _resume_args(train_args: Sequence[str]) -> list[str]:
             out.append(arg)
         elif arg == "--set":
             item = next(it, "")
-            if item.split("=", 1)[0].strip() == "workers":
+            if set_key(item) == "workers":
                 out += [arg, item]
-        elif arg.startswith("--set=") and arg[6:].split("=", 1)[0].strip() == "workers":
+        elif arg.startswith("--set=") and set_key(arg.removeprefix("--set=")) == "workers":
             out.append(arg)
     return out
 

@@ -136,11 +136,13 @@ def run_grid(
         return [s.result() for s in states]
     check_saved_settings(spec, plan)
 
-    # the launcher first: a backend that refuses (no Ray node with the CPUs of a run) leaves
-    # no --out folder behind
+    # the launcher before the lock: a backend that refuses (no Ray node with the CPUs of a run)
+    # leaves no --out folder behind; but not for a folder another grid holds (nor Ray started)
+    lock = _GridLock(spec.out)
+    lock.check_free()
     launcher = make_launcher(spec.backend, spec.workers, spec.cpus_per_run)
     try:
-        with _GridLock(spec.out):
+        with lock:
             results = _execute(spec, plan, states, launcher, log, poll_interval)
     finally:
         launcher.close()
@@ -300,18 +302,22 @@ class _GridLock:
     def __init__(self, out: Path) -> None:
         self.path = Path(out) / ".grid.lock"
 
+    def check_free(self) -> None:
+        """RuntimeError if another live grid holds the lock (read only: before any work)."""
+        owner = self._owner()
+        if owner is not None and _process_exists(owner):
+            raise RuntimeError(
+                f"another grid (process {owner}) is running in {self.path.parent}; "
+                f"wait for it to end (or, if it is gone, delete {self.path})"
+            )
+
     def __enter__(self) -> _GridLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
-                owner = self._owner()
-                if owner is not None and _process_exists(owner):
-                    raise RuntimeError(
-                        f"another grid (process {owner}) is running in {self.path.parent}; "
-                        f"wait for it to end (or, if it is gone, delete {self.path})"
-                    ) from None
+                self.check_free()
                 self.path.unlink(missing_ok=True)  # stale
                 continue
             with os.fdopen(fd, "w") as f:

@@ -18,7 +18,8 @@ from robustsafe.experiments.grid.spec import (
     TrainStatus,
     resolve_train_config,
 )
-from robustsafe.rundir import flat_settings
+from robustsafe.rundir import RESUME_MAY_CHANGE, flat_settings
+from robustsafe.runstate import read_text_file
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def _eval_file_is_current(
     try:
         if (run_dir / name).stat().st_mtime_ns <= (run_dir / "agent.pt").stat().st_mtime_ns:
             return False
-        data = json.loads((run_dir / name).read_text())
+        data = json.loads(read_text_file(run_dir / name))  # (a FIFO would wait for a writer)
         if not isinstance(data, dict) or not isinstance(data.get("results"), list):
             return False
         if data.get("episodes") != spec.episodes or data.get("seed") != spec.eval_seed:
@@ -93,10 +94,10 @@ def _eval_file_is_current(
 
 
 def _settings_difference(saved: TrainConfig, wanted: TrainConfig) -> list[str]:
-    """Dotted names of the settings (other than epochs and workers) that differ."""
+    """Dotted names of the settings (other than those a resume may change) that differ."""
     a, b = flat_settings(saved), flat_settings(wanted)
-    ignore = {"epochs", "workers"}
-    return sorted(k for k in a.keys() | b.keys() if k not in ignore and a.get(k) != b.get(k))
+    keys = a.keys() | b.keys()
+    return sorted(k for k in keys if k not in RESUME_MAY_CHANGE and a.get(k) != b.get(k))
 
 
 def plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str = "ppol") -> PlannedRun:
