@@ -33,7 +33,7 @@ from pathlib import Path
 
 from robustsafe.experiments.appendix import APPENDIX_ATTACKS
 from robustsafe.experiments.xi_sweep import DEFAULT_XIS
-from robustsafe.train import load_run_config
+from robustsafe.rundir import load_run_config
 
 TABLE1_ATTACKS = "none,random,mad,amad,mc,mr"
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from robustsafe.agent import AGENT_FORMAT, atomic_torch_save, load_agent
+from robustsafe.agent import AGENT_FORMAT, load_agent
 from robustsafe.critics import _polyak
-from robustsafe.runstate import safe_torch_load
+from robustsafe.runstate import atomic_torch_save, safe_torch_load
 
 _SNAPSHOT = re.compile(r"agent_epoch_(\d+)\.pt$")
 # The config section whose ``actor_average`` the option is, per on-policy learner.

@@ -37,7 +37,7 @@ import numpy as np
 
 from robustsafe.envs import VectorEnv, env_id_from_file
 from robustsafe.experiments.machine_speed import train_split
-from robustsafe.rundir import write_text_atomic
+from robustsafe.files import write_text_atomic
 
 TASKS = (
     "SafetyCarRun-v0",

@@ -28,7 +28,7 @@ import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import yaml
+from robustsafe.files import read_yaml
 
 PARTS = ("time_env", "time_attack", "time_policy", "time_update")
 # The processor the rates were measured on; a run whose provenance names another one (another
@@ -48,7 +48,7 @@ def on_the_rates_machine(run: Path) -> bool:
 
 def _layout(config: Path) -> tuple[int, int]:
     """(envs, worker processes) of a run, from its config.yaml."""
-    cfg = yaml.safe_load(config.read_text())
+    cfg = read_yaml(config)
     return int(cfg["num_envs"]), int(cfg["workers"])
 
 

@@ -55,7 +55,8 @@ if __name__ != "__mp_main__":
     from robustsafe.agent import load_agent
     from robustsafe.envs import VectorEnv
     from robustsafe.evaluate import evaluate_agent
-    from robustsafe.train import run_status, train, train_metrics
+    from robustsafe.rundir import run_status, train_metrics
+    from robustsafe.train import train
 
 
 def machine() -> dict:

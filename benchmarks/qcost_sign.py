@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from robustsafe.files import read_yaml
 
 REWARD_TARGET = {"SafetyCarRun-v0": 500.0, "SafetyCarCircle-v0": 350.0}
 COST_TARGET = 5.0
@@ -65,7 +65,7 @@ def read_run(run: Path, root: Path, warmup: int) -> QCostRun | None:
     series = q_cost_series(run / "metrics.csv", warmup)
     if not series or not (run / "eval.json").is_file() or not (run / "config.yaml").is_file():
         return None
-    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg = read_yaml(run / "config.yaml")
     evaluation = json.loads((run / "eval.json").read_text())
     if evaluation.get("env_id") not in REWARD_TARGET or evaluation.get("train_mode") != "vanilla":
         return None

@@ -22,9 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from robustsafe.experiments import runs_table
+from robustsafe.files import read_yaml
 
 LAST = 10
 COPIED = ("config.yaml", "metrics.csv")  # each run's files copied to --out/<run>/
@@ -61,7 +60,7 @@ def settings(run: Path) -> str:
     from robustsafe.config import to_dict
     from robustsafe.presets import preset
 
-    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg = read_yaml(run / "config.yaml")
     base = to_dict(preset(cfg["env_id"], cfg["preset"], mode=cfg["robust"]["mode"]))
     diff = []
     for group in ("ppo", "pid", "robust"):
@@ -140,7 +139,7 @@ def _write_rows(args: argparse.Namespace, lines: list[str], readme: Path) -> Non
         t = training_summary(run)
         ev = evaluate(run, dst / "eval.json", args.episodes, args.attacks, args.force)
         by_attack = {r["attack"]: r for r in ev["results"]}
-        cfg = yaml.safe_load((run / "config.yaml").read_text())
+        cfg = read_yaml(run / "config.yaml")
         nat = by_attack["none"]
         row = (
             f"| {run.name} | {cfg['env_id']} | {cfg['robust']['mode']} | {settings(run)} "

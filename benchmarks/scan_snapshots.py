@@ -17,7 +17,7 @@ from pathlib import Path
 from robustsafe.agent import load_agent
 from robustsafe.envs import VectorEnv
 from robustsafe.evaluate import evaluate_agent
-from robustsafe.train import load_run_config
+from robustsafe.rundir import load_run_config
 
 
 def epoch_list(spec: str) -> list[int]:

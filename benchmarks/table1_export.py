@@ -32,13 +32,11 @@ import json
 import shutil
 from pathlib import Path
 
-import yaml
-
 from robustsafe.cli._common import DETERMINISTIC_LABELS, SQUASHED_LABEL
 from robustsafe.config import OFF_POLICY_ALGOS
-from robustsafe.evaluate import write_json_atomic
 from robustsafe.experiments.table import collect_table
 from robustsafe.experiments.table_format import format_markdown, write_tables
+from robustsafe.files import read_yaml, write_json_atomic
 
 RUN_FILES = ("eval.json", "config.yaml", "metrics.csv")
 # The appendix's evaluations (grid --appendix), the code of each start (runs trained since
@@ -95,7 +93,7 @@ def relabel_actions(run: Path) -> list[Path]:
     """Correct the ``actions`` field of the run's evaluation files where older code wrote its
     fixed label, "deterministic (mean)", whatever action the run's config made it execute.
     A file with any other label is left as it is. Returns the files rewritten."""
-    config = yaml.safe_load((run / "config.yaml").read_text()) or {}
+    config = read_yaml(run / "config.yaml") or {}
     label, legacy = action_label(config), DETERMINISTIC_LABELS["mean"]
     if label == legacy:
         return []

@@ -21,13 +21,7 @@ from robustsafe.nets import (
     ValueCritic,
     all_finite,
 )
-from robustsafe.runstate import (
-    first_line,
-    load_error_reason,
-    safe_torch_load,
-    torch_bytes,
-    write_bytes_atomic,
-)
+from robustsafe.runstate import atomic_torch_save, first_line, load_tagged
 
 AGENT_FORMAT = "robustsafe-agent"
 AGENT_VERSION = 1
@@ -98,11 +92,6 @@ def build_networks(
     )
 
 
-def atomic_torch_save(obj: Any, path: Path) -> None:
-    """Write ``obj`` to ``path`` so that a crash never leaves a half-written file there."""
-    write_bytes_atomic(Path(path), torch_bytes(obj))
-
-
 def save_agent(
     path: Path,
     cfg: TrainConfig,
@@ -141,20 +130,7 @@ def load_agent(path: str | Path) -> Agent:
             f"no agent at {path}: pass a run directory made by `robustsafe train` "
             "(it holds agent.pt) or an agent .pt file"
         )
-    try:
-        data = safe_torch_load(path)
-    except Exception as err:  # truncated, not a torch file, or not an agent
-        raise ValueError(
-            f"cannot read agent file {path}: it is corrupt or not an agent "
-            f"({load_error_reason(err)})"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != AGENT_FORMAT:
-        raise ValueError(f"{path} is not a RobustSafe agent file")
-    if data.get("version") != AGENT_VERSION:
-        raise ValueError(
-            f"{path} has agent format version {data.get('version')}; this RobustSafe reads "
-            f"version {AGENT_VERSION}"
-        )
+    data = load_tagged(path, AGENT_FORMAT, AGENT_VERSION, "agent file")
     try:
         cfg = from_dict(TrainConfig, data["config"])
         actor, v_r, v_c, critics, norm = build_networks(

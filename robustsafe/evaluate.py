@@ -22,7 +22,6 @@ Per-episode numbers do not depend on ``num_envs`` or ``workers`` either:
 from __future__ import annotations
 
 import copy
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +35,6 @@ from robustsafe.agent import Agent
 from robustsafe.attacks.rng import RowGenerators, episode_generator
 from robustsafe.config import unique_entries
 from robustsafe.envs import VectorEnv, episode_seed
-from robustsafe.runstate import write_bytes_atomic
 
 # (agent, observations, one random generator per row) -> the observations the agent sees
 ObservationAttack = Callable[[Agent, torch.Tensor, RowGenerators], torch.Tensor]
@@ -54,6 +52,7 @@ class EvalResult:
     attack: str
     epsilon: float
     episodes: list[EpisodeRecord] = field(default_factory=list)
+    xi: float | None = None  # AMAD's, when one evaluation ran it at several (``evaluate_agent``)
 
     def summary(self) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -69,6 +68,7 @@ class EvalResult:
             "epsilon": self.epsilon,
             **self.summary(),
             "episodes": [e.__dict__ for e in self.episodes],
+            **({} if self.xi is None else {"xi": self.xi}),
         }
 
 
@@ -224,14 +224,16 @@ def evaluate_agent(
     epsilons: Sequence[float] = (0.05,),
     attack_seed: int = 0,
     attack_space: str = "raw",
-    xi: float = 0.1,
+    xi: float | Sequence[float] = 0.1,
     on_step: Callable[[int], None] | None = None,
     sample_seed: int | None = None,
 ) -> list[EvalResult]:
     """Paired evaluation of ``agent``: natural episodes, then every attacker at every epsilon.
 
     The natural (``none``) result always comes first: AMAD's threshold is the (1 - xi) quantile
-    of Q_c(s, mu(s)) over the observations of these natural episodes. ``attack_space`` is
+    of Q_c(s, mu(s)) over the observations of these natural episodes. Several ``xi`` values
+    (the appendix's sweep) give one AMAD result per value, each with its ``xi``, from the same
+    natural episodes. ``attack_space`` is
     ``raw`` (epsilon in observation units, the paper) or ``normalized`` (epsilon in units of the
     agent's observation normaliser's std; the agent must have one). ``sample_seed``: execute
     sampled actions (``run_episodes``).
@@ -263,17 +265,23 @@ def evaluate_agent(
         ),
     )
     results = [natural]
+    sweep = not isinstance(xi, int | float)
+    xis = [float(x) for x in xi] if sweep else [float(xi)]
+    runs = [(n, None) for n in names if n not in ("none", "amad")]
     if "amad" in names:
         obs_all = torch.from_numpy(np.concatenate(natural_obs)).to(torch.float64)
-        threshold = amad_threshold(agent.actor, agent.critics, obs_all, xi)
-        attackers["amad"] = make_attacker("amad", threshold=threshold)
-    for name in names:
-        if name == "none":
-            continue
-        attacker = attackers[name]
+        for x in xis:
+            threshold = amad_threshold(agent.actor, agent.critics, obs_all, x)
+            attackers[("amad", x)] = make_attacker("amad", threshold=threshold)
+        at = names.index("amad")  # AMAD in its place among the attackers
+        before = len([n for n in names[:at] if n not in ("none", "amad")])
+        runs[before:before] = [("amad", x) for x in xis]
+    for name, x in runs:
+        attacker = attackers[name if x is None else (name, x)]
+        recorded_xi = x if sweep else None
         for eps in epsilons:
             if eps == 0.0:  # every attacker is the identity at epsilon 0: reuse natural
-                results.append(EvalResult(name, 0.0, list(natural.episodes)))
+                results.append(EvalResult(name, 0.0, list(natural.episodes), recorded_xi))
                 continue
 
             def attack(
@@ -284,7 +292,7 @@ def evaluate_agent(
             recs = run_episodes(
                 agent, vec, episodes, seed, attack, attack_seed, on_step, None, sample_seed
             )
-            results.append(EvalResult(name, float(eps), recs))
+            results.append(EvalResult(name, float(eps), recs, recorded_xi))
     return results
 
 
@@ -323,10 +331,6 @@ def write_sweep(
 
     payload = {"env_id": title, **(meta or {}), "results": [r.to_dict() for r in results]}
     return write_sweep_figure([SweepRun.from_payload(payload)], out_prefix)
-
-
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    write_bytes_atomic(path, json.dumps(payload, indent=2).encode())
 
 
 def format_table(results: Sequence[EvalResult]) -> str:

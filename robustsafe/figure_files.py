@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from robustsafe.runstate import staged_files, write_text_atomic
+from robustsafe.files import staged_files, write_text_atomic
 
 
 def save_figure(fig, prefix: Path, csv_text: str) -> list[Path]:

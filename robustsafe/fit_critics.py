@@ -29,6 +29,7 @@ from robustsafe.envs import VectorEnv
 from robustsafe.evaluate import check_compatible
 from robustsafe.policy import DEFAULT_EXPLORATION_STD, policy_dtype
 from robustsafe.rollout import Collector
+from robustsafe.runstate import atomic_torch_save, load_tagged
 
 
 def fit_critics(
@@ -194,6 +195,7 @@ def fit_policy_critics(
 
 
 CRITICS_FORMAT = "robustsafe-critics"
+CRITICS_VERSION = 1
 
 
 def save_critics(
@@ -202,13 +204,12 @@ def save_critics(
     """A critics file (tensors and plain values only: loads with ``weights_only=True``);
     ``env_id``, the task they were fitted on, is recorded (``load_critics`` sets it as the
     critics' ``env_id``) so that an evaluation on another task can refuse them."""
-    from robustsafe.agent import atomic_torch_save
 
     hidden = [m.out_features for m in critics.q_cost.heads[0] if isinstance(m, torch.nn.Linear)]
     atomic_torch_save(
         {
             "format": CRITICS_FORMAT,
-            "version": 1,
+            "version": CRITICS_VERSION,
             "obs_dim": obs_dim,
             "act_dim": act_dim,
             "hidden": hidden[:-1],
@@ -221,17 +222,12 @@ def save_critics(
 
 
 def load_critics(path) -> QCritics:
-    from robustsafe.runstate import load_error_reason, safe_torch_load
 
     path = Path(path)
     try:
-        data = safe_torch_load(path)
+        data = load_tagged(path, CRITICS_FORMAT, CRITICS_VERSION, "critics file")
     except FileNotFoundError:
         raise FileNotFoundError(f"no critics file at {path}") from None
-    except Exception as err:
-        raise ValueError(f"cannot read critics file {path} ({load_error_reason(err)})") from None
-    if not isinstance(data, dict) or data.get("format") != CRITICS_FORMAT:
-        raise ValueError(f"{path} is not a RobustSafe critics file (made by fit-critics --out)")
     try:
         shape = (int(data["obs_dim"]), int(data["act_dim"]), tuple(data["hidden"]))
         # files from before cost_scale was saved were fitted with the default, 5

@@ -39,12 +39,9 @@ The project's own ``GaussianActor`` satisfies the protocol. Adapters:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import json
 import pickle
-import sys
 import zipfile
 import zlib
 from collections.abc import Callable, Sequence
@@ -56,7 +53,8 @@ import torch
 from torch import Tensor, nn
 from torch.distributions import Normal
 
-from robustsafe.runstate import first_line, load_error_reason
+from robustsafe.runstate import load_error_reason
+from robustsafe.user_code import error_line, import_user_module
 
 # The attackers that never differentiate through the policy (the black box's choice).
 GRADIENT_FREE_ATTACKERS = ("none", "random")
@@ -449,32 +447,16 @@ def load_policy_spec(spec: str, action_std: float | None = None) -> Policy:
         raise ValueError(f"--policy {spec!r}: give module:attr or path/to/file.py:attr")
     call = attr.endswith("()")
     attr = attr[:-2] if call else attr
+    module = import_user_module(target, f"--policy {spec!r}")
     try:
-        if target.endswith(".py"):
-            file = Path(target)
-            if not file.is_file():
-                raise FileNotFoundError(f"no file {file}")
-            name = f"_robustsafe_policy_{file.stem}"
-            module_spec = importlib.util.spec_from_file_location(name, file)
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[name] = module
-            module_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(target)
         obj = getattr(module, attr)
-    except (ImportError, AttributeError, FileNotFoundError) as err:
+    except AttributeError as err:
         raise ValueError(f"--policy {spec!r}: {err}") from None
-    except SyntaxError as err:  # not Python: say where, without the interpreter's traceback
-        raise ValueError(
-            f"--policy {spec!r}: {err.msg} ({err.filename}, line {err.lineno})"
-        ) from None
-    except Exception as err:  # the user's module failed while importing: its error, one line
-        raise ValueError(f"--policy {spec!r}: importing it raised {_error_line(err)}") from None
     if call:
         try:
             obj = obj()
         except Exception as err:
-            why = _error_line(err)
+            why = error_line(err)
             raise ValueError(f"--policy {spec!r}: calling {attr}() raised {why}") from None
     elif isinstance(obj, type) or (inspect.isfunction(obj) and _takes_no_argument(obj)):
         raise ValueError(  # a class or a factory named without its () call
@@ -495,7 +477,7 @@ def check_policy_output(policy: Policy, obs_dim: int, act_dim: int, dtype: torch
             act = policy.deterministic_action(probe.to(dtype))
     except Exception as err:
         raise ValueError(
-            f"the policy fails on a batch of {dtype} observations ({_error_line(err)})"
+            f"the policy fails on a batch of {dtype} observations ({error_line(err)})"
         ) from None
     if not isinstance(act, Tensor):
         raise ValueError(f"the policy returned a {type(act).__name__}, not a tensor of actions")
@@ -510,11 +492,6 @@ def check_policy_output(policy: Policy, obs_dim: int, act_dim: int, dtype: torch
             "the policy returned a non-finite action (NaN or inf) for observation "
             f"{probe[bad][0].tolist()}"
         )
-
-
-def _error_line(err: BaseException) -> str:
-    """``TypeName: first line of the message``: a user's code's error, in one line."""
-    return f"{type(err).__name__}: {first_line(err)}" if str(err).strip() else type(err).__name__
 
 
 def _takes_no_argument(fn: Any) -> bool:

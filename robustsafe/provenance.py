@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from robustsafe import __version__
+from robustsafe.files import read_text_file, write_text_atomic
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 LIBRARIES = ("torch", "numpy", "gymnasium", "bullet-safety-gym")
@@ -99,12 +100,10 @@ def record_start(run_dir: Path, start_epoch: int) -> None:
     starts: list[dict[str, Any]] = []
     if start_epoch > 0 and path.exists():
         try:
-            loaded = json.loads(path.read_text())
+            loaded = json.loads(read_text_file(path))
             starts = [s for s in loaded.get("starts", []) if isinstance(s, dict)]
         except (OSError, ValueError, AttributeError):
             starts = []  # damaged: begin again rather than lose the run
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     starts.append({"start_epoch": start_epoch, "time": now, **code_version()})
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"starts": starts}, indent=2) + "\n")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps({"starts": starts}, indent=2) + "\n")

@@ -19,6 +19,7 @@ Every file is written atomically (``runstate``). The training loop is ``robustsa
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import shutil
@@ -26,16 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from robustsafe.config import NAMING_SETTINGS, TrainConfig, from_dict, to_dict
-from robustsafe.runstate import (
-    LOCK_NAME,
-    check_unlocked,
-    load_state,
-    read_text_file,
-    write_text_atomic,
-)
+from robustsafe.files import read_text_file, read_yaml, write_text_atomic
+from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state
 
 
 def load_run_config(run_dir: Path) -> TrainConfig:
@@ -43,7 +37,7 @@ def load_run_config(run_dir: Path) -> TrainConfig:
     path = Path(run_dir) / "config.yaml"
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if not isinstance(data, dict):
         what = "empty" if data is None else f"a {type(data).__name__}"
         raise ValueError(f"{path} is {what}, not a mapping of settings")
@@ -78,43 +72,6 @@ def with_settings_of_its_time(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` refusing a key given twice in one mapping (plain YAML keeps the
-    last silently: a settings file's first ``ppo:`` block would be lost)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: set = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key!r} is given twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _read_yaml(path: Path) -> Any:
-    """A YAML file's data (safe loading: never executes code; a key given twice in a mapping
-    refused); ValueError naming the file."""
-    try:
-        return yaml.load(read_text_file(path), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
-    except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        line = f" at line {where.line + 1}" if where is not None else ""
-        why = getattr(err, "problem", None)
-        detail = f": {why}" if why and "given twice" in why else ""
-        raise ValueError(f"{path}: not valid YAML{line}{detail}") from None
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: {err}") from None
-    except RecursionError:
-        raise ValueError(f"{path}: not a settings file (nested too deeply)") from None
-    except FileNotFoundError:
-        raise
-    except OSError as err:
-        raise ValueError(f"{path}: cannot read it ({err.strerror or err})") from None
-
-
 def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:
     """The settings of ``robustsafe train --config FILE``: a YAML mapping in the format of a run
     directory's ``config.yaml`` (read safely, a key given twice refused), any subset of its keys.
@@ -129,7 +86,7 @@ def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:
         raise FileNotFoundError(f"--config {path} is a directory; give its config.yaml")
     if not path.is_file():
         raise FileNotFoundError(f"--config {path}: no such file")
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -152,7 +109,7 @@ def load_settings_file(path: str | Path) -> tuple[dict[str, Any], list[str]]:
             cfg = from_dict(TrainConfig, subset)
         except (ValueError, TypeError) as err:
             raise ValueError(f"{path}: {err}") from None
-        values = {k: _dotted(cfg, k) for k in naming}
+        values = {k: dotted_setting(cfg, k) for k in naming}
         naming = {NAMING_SETTINGS[k]: v for k, v in values.items()}
     return naming, sets
 
@@ -186,7 +143,8 @@ def _flatten_settings(
                 raise ValueError(f"{path}: {name}: not a setting value ({value!r:.80})") from None
 
 
-def _dotted(cfg: Any, key: str) -> Any:
+def dotted_setting(cfg: Any, key: str) -> Any:
+    """The setting ``key`` (``ppo.actor_lr``) of a config."""
     for part in key.split("."):
         cfg = getattr(cfg, part)
     return cfg
@@ -246,15 +204,12 @@ class MetricsCSV:
     def _rewrite(self, rows: list[dict[str, str]]) -> None:
         """Replace the file by ``rows`` under ``self.fields`` (empty without fields), atomically:
         a kill keeps the old file."""
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        with tmp.open("w", newline="") as f:
-            if self.fields:
-                w = csv.DictWriter(f, fieldnames=self.fields)
-                w.writeheader()
-                w.writerows(rows)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        text = io.StringIO()
+        if self.fields:
+            w = csv.DictWriter(text, fieldnames=self.fields)
+            w.writeheader()
+            w.writerows(rows)
+        write_text_atomic(self.path, text.getvalue())
 
 
 TIMINGS_NAME = "timings.json"  # the grid's record of its jobs in a run (``record_timing``)
@@ -306,7 +261,7 @@ def read_timings(run_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     try:
-        entries = json.loads(path.read_text())
+        entries = json.loads(read_text_file(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{path} cannot be read ({err}); not changed") from None
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):

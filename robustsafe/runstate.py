@@ -1,4 +1,4 @@
-"""Safe files for a run directory: the training state, atomic writes, and the run lock.
+"""Safe files for a run directory: the training state, version-tagged torch files, the run lock.
 
 The training state (``state.pt``) holds optimisers, the replay buffer, random-generator states
 and counters. It is written with ``torch.save`` and read back only with ``torch.load(...,
@@ -11,13 +11,10 @@ encoding is generic: any new field made of these types round-trips without a cha
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import io
 import os
 import pickle
-import shutil
-import tempfile
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -26,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from robustsafe.files import write_bytes_atomic
 
 STATE_FORMAT = "robustsafe-train-state"
 STATE_VERSION = 2  # version 1 was a plain pickle, which cannot be loaded safely
@@ -91,81 +90,6 @@ def _decode(obj: Any) -> Any:
     return obj
 
 
-# ----------------------------------------------------------------------------- files
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash never leaves a half-written file there.
-
-    A full disk raises OSError(ENOSPC) naming ``path`` (not a serialiser's cryptic error).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as err:
-        _unlink_quietly(tmp)
-        if err.errno == errno.ENOSPC:
-            raise OSError(errno.ENOSPC, "no space left on device", str(path)) from None
-        raise
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-
-
-@contextmanager
-def staged_files(out_prefix: str | Path) -> Iterator[Path]:
-    """A prefix in a new hidden folder beside ``out_prefix``: the files written under it move
-    beside ``out_prefix`` together when the block ends, and none does if it raises (a late
-    error, such as a bad figure input, leaves every earlier file as it was). They move in name
-    order, so a figure's ``.csv`` (its owner's mark) lands before its ``.png`` and ``.pdf``."""
-    prefix = Path(out_prefix)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=prefix.parent, prefix=".staged-"))
-    try:
-        yield stage / prefix.name
-        for staged in sorted(stage.iterdir()):
-            os.replace(staged, prefix.parent / staged.name)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-
-
-def read_text_file(path: str | os.PathLike, newline: str | None = None) -> str:
-    """The text of ``path``; OSError if it is there but not a regular file (a FIFO would wait
-    for a writer). ``newline=""`` keeps line ends as they are, as csv reading needs."""
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise OSError("not a regular file")  # (the caller names the file)
-    with open(path, newline=newline) as f:
-        return f.read()
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """``path`` holds ``text`` (UTF-8) or what it held before, whatever stops this process.
-
-    A file name that is not UTF-8 (read by Python with its bytes escaped) is written with those
-    bytes as ``\\xNN``: the text stays UTF-8 and names the folder readably.
-    """
-    try:
-        readable = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        data = readable.encode()
-    except UnicodeEncodeError:  # a surrogate no file name makes (from a JSON file's escapes)
-        data = text.encode("utf-8", "backslashreplace")
-    write_bytes_atomic(path, data)
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 def torch_bytes(obj: Any) -> bytes:
     """``obj`` serialised by ``torch.save``, in memory (so that write errors are real OSErrors)."""
     import torch
@@ -175,10 +99,15 @@ def torch_bytes(obj: Any) -> bytes:
     return buf.getvalue()
 
 
+def atomic_torch_save(obj: Any, path: Path) -> None:
+    """Write ``obj`` to ``path`` so that a crash never leaves a half-written file there."""
+    write_bytes_atomic(Path(path), torch_bytes(obj))
+
+
 def save_state(path: str | Path, obj: Any) -> None:
     """Write a training state (nested containers of tensors, numpy arrays and plain values)."""
     payload = {"format": STATE_FORMAT, "version": STATE_VERSION, "state": _encode(obj)}
-    write_bytes_atomic(Path(path), torch_bytes(payload))
+    atomic_torch_save(payload, path)
 
 
 def load_state(path: str | Path) -> Any:
@@ -187,26 +116,37 @@ def load_state(path: str | Path) -> Any:
     Raises StateFileError (one line, naming the file) for a damaged, foreign or old file.
     """
     path = Path(path)
+    data = load_tagged(path, STATE_FORMAT, STATE_VERSION, "training state", StateFileError)
+    try:
+        return _decode(data["state"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise StateFileError(f"{path}: damaged training state ({err})") from None
+
+
+def load_tagged(
+    path: Path, fmt: str, version: int, what: str, error: type[Exception] = ValueError
+) -> dict[str, Any]:
+    """The dict of a file ``torch.save`` wrote with ``"format": fmt`` and ``"version": version``
+    (``safe_torch_load``: never runs code from the file). ``error``, one line naming the file and
+    ``what`` it should be, for a damaged or foreign file or another version; FileNotFoundError
+    as it is."""
     try:
         data = safe_torch_load(path)
     except FileNotFoundError:
         raise
     except Exception as err:
-        raise StateFileError(
-            f"cannot load training state {path}: damaged, not a RobustSafe state, or written by "
-            f"an older RobustSafe ({load_error_reason(err)})"
+        raise error(
+            f"cannot read {what} {path}: damaged, or not a RobustSafe {what} "
+            f"({load_error_reason(err)})"
         ) from None
-    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-        raise StateFileError(f"{path} is not a RobustSafe training state")
-    if data.get("version") != STATE_VERSION:
-        raise StateFileError(
-            f"{path} has training-state version {data.get('version')}; this RobustSafe reads "
-            f"version {STATE_VERSION}"
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise error(f"{path} is not a RobustSafe {what}")
+    if data.get("version") != version:
+        raise error(
+            f"{path} has {what} version {data.get('version')}; this RobustSafe reads version "
+            f"{version}"
         )
-    try:
-        return _decode(data["state"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise StateFileError(f"{path}: damaged training state ({err})") from None
+    return data
 
 
 def safe_torch_load(path: Path) -> Any:

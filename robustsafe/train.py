@@ -29,24 +29,20 @@ from robustsafe.agent import build_networks, save_agent
 from robustsafe.config import OFF_POLICY_ALGOS, TrainConfig, to_dict
 from robustsafe.critics import CriticTrainer, QCritics
 from robustsafe.envs import BULLET_IDS, VectorEnv
+from robustsafe.files import write_text_atomic
 from robustsafe.learners import OffPolicyLearner, OnPolicyLearner, make_learner
 from robustsafe.nets import all_finite
 from robustsafe.provenance import record_start
-from robustsafe.robust import RobustHooks, gaussian_kl
+from robustsafe.robust import RobustHooks
 from robustsafe.rollout import Collector, CollectResult, Perturbation, join_results
 from robustsafe.rundir import (
     RESUME_MAY_CHANGE,
-    RUN_FILES,
     MetricsCSV,
     check_fresh,
     check_resumable,
     flat_settings,
-    load_run_config,
     remove_run_files,
     resume_config,
-    run_status,
-    train_metrics,
-    write_text_atomic,
 )
 from robustsafe.runstate import (
     StateFileError,
@@ -58,8 +54,7 @@ from robustsafe.runstate import (
 )
 from robustsafe.schedule import epsilon_at
 
-__all__ = ["RUN_FILES", "gaussian_kl", "load_run_config", "run_status", "train", "train_metrics"]
-_RobustHooks = RobustHooks  # its name before the hooks had a module of their own
+__all__ = ["train"]
 
 # The progress bar's name for each learner's cost multiplier.
 _MULTIPLIER_NAMES = {"ppol": "lam", "focops": "nu", "sac-lag": "lam", "cvpo": "lam"}

@@ -256,6 +256,6 @@ def record_videos(
 
 
 def _attack_title(name: str) -> str:
-    from robustsafe.experiments.plots import attack_name
+    from robustsafe.experiments.names import attack_name
 
     return attack_name(name)

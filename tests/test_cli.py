@@ -41,11 +41,11 @@ def test_evaluate_errors(toy_run, tmp_path, capsys):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
     assert main(["evaluate", "--run", str(bad)]) == 2
-    assert "corrupt" in capsys.readouterr().err
+    assert "damaged, or not a RobustSafe agent file" in capsys.readouterr().err
     truncated = tmp_path / "truncated.pt"
     truncated.write_bytes((toy_run / "agent.pt").read_bytes()[:500])
     assert main(["evaluate", "--run", str(truncated)]) == 2
-    assert "corrupt" in capsys.readouterr().err
+    assert "damaged, or not a RobustSafe agent file" in capsys.readouterr().err
     args = ["evaluate", "--run", str(toy_run), "--env-workers", "0", "--episodes", "2"]
     assert main([*args, "--env", "SafetyCarRun-v0", "--allow-other-env"]) == 2
     assert "observation size" in capsys.readouterr().err

@@ -250,7 +250,7 @@ def test_config_file_precedence_preset_then_file_then_options(tmp_path):
 def test_a_run_config_yaml_as_config_gives_the_same_settings(tmp_path, toy_env_id):
     from tiny_config import tiny_config
 
-    from robustsafe.rundir import write_text_atomic
+    from robustsafe.files import write_text_atomic
 
     run = tmp_path / "run"
     run.mkdir()

@@ -40,6 +40,19 @@ def test_parse_epsilons():
             parse_epsilons(bad)
 
 
+def test_a_results_summary_by_hand():
+    # rewards 1, 3 (mean 2, population std 1: ddof 0, as the table's); costs 0, 2; lengths 10, 20
+    result = EvalResult("mc", 0.05, [EpisodeRecord(1.0, 0.0, 10), EpisodeRecord(3.0, 2.0, 20)])
+    assert result.summary() == {
+        "reward_mean": 2.0,
+        "reward_std": 1.0,
+        "cost_mean": 1.0,
+        "cost_std": 1.0,
+        "length_mean": 15.0,
+        "length_std": 5.0,
+    }
+
+
 def test_paired_table_by_hand():
     def result(attack, pairs):
         return EvalResult(attack, 0.05, [EpisodeRecord(r, c, 10) for r, c in pairs])
@@ -185,6 +198,94 @@ def test_evaluate_agent_runs_every_attacker(toy_agent_dir, toy_env_id):
             evaluate_agent(agent, vec, episodes=1, attacks=["mc"], attack_space="normalized")
         with pytest.raises(ValueError, match="unknown attacker"):
             evaluate_agent(agent, vec, episodes=1, attacks=["fgsm"])
+
+
+def test_amad_attacks_the_share_of_states_its_xi_names(toy_agent_dir, toy_env_id):
+    # xi = 1: AMAD's threshold is the lowest Q_c met, every state is attacked, and its episodes
+    # are MAD's (the same per-episode streams); xi = 0.05: only the costliest states are, and
+    # the episodes differ from MAD's.
+    agent = load_agent(toy_agent_dir)
+
+    def episodes(xi: float) -> dict[str, list[tuple[float, float, int]]]:
+        with VectorEnv(toy_env_id, 2, seed=0) as vec:
+            results = evaluate_agent(
+                agent, vec, episodes=4, attacks=["mad", "amad"], epsilons=[0.5], xi=xi
+            )
+        return {r.attack: [(e.reward, e.cost, e.length) for e in r.episodes] for r in results}
+
+    every = episodes(1.0)
+    assert every["amad"] == every["mad"] and every["mad"] != every["none"]
+    few = episodes(0.05)
+    assert few["mad"] == every["mad"] and few["amad"] != few["mad"]
+
+
+def test_an_xi_sweep_runs_the_natural_episodes_once(toy_agent_dir, toy_env_id):
+    # Natural, MAD and AMAD at 3 xi values: 5 sets of 4 episodes of the toy's 20 steps (2 envs
+    # step together), not natural again for each xi; AMAD at xi 1 attacks every state: MAD.
+    from robustsafe.experiments.xi_sweep import evaluate_xi_sweep
+
+    agent = load_agent(toy_agent_dir)
+    steps: list[int] = []
+    with VectorEnv(toy_env_id, 2, seed=0) as vec:
+        out = evaluate_xi_sweep(agent, vec, [0.1, 0.5, 1.0], 0.5, episodes=4, on_step=steps.append)
+    assert [(e["attack"], e.get("xi")) for e in out] == [
+        ("none", None),
+        ("mad", None),
+        ("amad", 0.1),
+        ("amad", 0.5),
+        ("amad", 1.0),
+    ]
+    assert sum(steps) == 5 * 4 * 20
+    assert out[4]["episodes"] == out[1]["episodes"] != out[0]["episodes"]
+
+
+def test_a_registered_attacker_is_evaluated_on_the_same_paired_episodes(
+    toy_agent_dir, toy_env_id, monkeypatch
+):
+    # MC registered under another name draws the same streams on the same episodes: its
+    # results are MC's, bit for bit; an identity attacker's are the natural ones.
+    from robustsafe.attacks import NoAttacker, make_attacker, register_attacker, registry
+
+    monkeypatch.setattr(registry, "_registered", {})
+    register_attacker("my-mc", lambda: make_attacker("mc"))
+    register_attacker("still", NoAttacker)
+    agent = load_agent(toy_agent_dir)
+    with VectorEnv(toy_env_id, 2, seed=0) as vec:
+        results = evaluate_agent(
+            agent, vec, episodes=4, attacks=["mc", "my-mc", "still"], epsilons=[0.5]
+        )
+    runs = {r.attack: [(e.reward, e.cost, e.length) for e in r.episodes] for r in results}
+    assert list(runs) == ["none", "mc", "my-mc", "still"]
+    assert runs["my-mc"] == runs["mc"] != runs["none"]
+    assert runs["still"] == runs["none"]
+
+
+def test_cli_evaluates_the_attackers_of_an_attacker_module(
+    toy_agent_dir, tmp_path, capsys, monkeypatch
+):
+    from robustsafe.attacks import registry
+
+    monkeypatch.setattr(registry, "_registered", {})
+    module = tmp_path / "my_attacks.py"
+    module.write_text(
+        "from robustsafe.attacks import NoAttacker, register_attacker\n"
+        "register_attacker('still', NoAttacker)\n"
+    )
+    out = tmp_path / "ev.json"
+    args = ["evaluate", "--run", str(toy_agent_dir), "--env-workers", "0", "--episodes", "2"]
+    assert main([*args, "--attacks", "none,still", "--eps", "0.5", "--out", str(out)]) == 2
+    assert "unknown attacker 'still'" in capsys.readouterr().err  # not imported: unknown
+    given = ["--attacker-module", str(module), "--attacks", "none,still", "--eps", "0.5"]
+    assert main([*args, *given, "--out", str(out)]) == 0
+    assert "still" in capsys.readouterr().out
+    results = json.loads(out.read_text())["results"]
+    assert [r["attack"] for r in results] == ["none", "still"]
+    assert results[1]["episodes"] == results[0]["episodes"]
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('no')\n")
+    assert main([*args, "--attacker-module", str(broken), "--attacks", "none"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "importing it raised RuntimeError: no" in err
 
 
 def test_cli_sweep_writes_figure_and_csv(toy_agent_dir, tmp_path):

@@ -75,3 +75,12 @@ def test_attack_sb3_ppo_example(tmp_path, sb3):
     )
     args = ["evaluate", *base, "--critics", str(critics), "--attacks", "mc", "--episodes", "1"]
     assert main([*args, "--num-envs", "1", "--no-progress"]) == 0
+
+
+@pytest.mark.slow
+def test_custom_attacker_example(tmp_path):
+    out = _run("custom_attacker.py", tmp_path)
+    rows = _paired_rows(out)
+    assert [a for a, _ in rows] == ["none", "mc", "fgsm-mc"]
+    # the one-step attack moves the zoo CarRun agent across the boundary, as MC does (+183)
+    assert rows["fgsm-mc", 0.05][1] > 20.0 and rows["mc", 0.05][1] > 20.0

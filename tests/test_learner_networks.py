@@ -124,3 +124,21 @@ def test_an_agents_critics_know_the_units_of_their_cost_values():
     assert scales == {"ppol": 5.0, "focops": 5.0, "sac-lag": 1.0, "cvpo": 1.0}
     cfg = TrainConfig(critics=CriticConfig(cost_scale=2.0))
     assert build_networks(cfg, 3, 2)[3].cost_scale == 2.0
+
+
+def test_the_observation_normaliser_merges_batches_into_the_moments_of_all_of_them():
+    # [1, 3] then [5, 7, 9]: the moments of 1, 3, 5, 7, 9 (mean 5, population variance
+    # (16 + 4 + 0 + 4 + 16) / 5 = 8), whatever the split; an observation of 9 normalises to
+    # 4 / sqrt(8), and one of 100 is clipped at 10.
+    from robustsafe.nets import ObsNormalizer
+
+    norm = ObsNormalizer(1)
+    norm.update(torch.tensor([[1.0], [3.0]]))
+    assert float(norm.mean) == 2.0 and float(norm.var) == 1.0
+    norm.update(torch.tensor([[5.0], [7.0], [9.0]]))
+    assert float(norm.count) == 5.0
+    assert float(norm.mean) == pytest.approx(5.0, abs=1e-12)
+    assert float(norm.var) == pytest.approx(8.0, abs=1e-12)
+    out = norm(torch.tensor([[9.0], [100.0]]))
+    assert out[0, 0].item() == pytest.approx(4.0 / 8.0**0.5, rel=1e-6)
+    assert out[1, 0].item() == 10.0

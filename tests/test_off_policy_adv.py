@@ -65,6 +65,39 @@ def test_the_actor_loss_sees_actor_obs_and_the_critics_the_true_states(algo):
         assert torch.equal(a, b)
 
 
+def test_sac_lag_scores_the_actions_of_the_view_at_the_true_states():
+    """Q = 2 s for both critics (one linear layer on (s, a), weights (2, 0)), every true state
+    1, the actor's view 1.5, learning rates too small to move anything: the actor's Q_r and Q_c
+    are 2 x 1 = 2 (scored at the true state), not 2 x 1.5 = 3 (at the view)."""
+    from robustsafe.config import SACLagConfig
+    from robustsafe.critics import QCritics
+    from robustsafe.learners.sac_lag import SACLagrangian
+    from robustsafe.nets import SquashedGaussianActor, ValueCritic
+
+    actor = SquashedGaussianActor(1, 1, ())
+    critics = QCritics(1, 1, ())
+    with torch.no_grad():
+        actor.net[0].weight.zero_()
+        actor.net[0].bias.copy_(torch.tensor([0.1, -0.7]))
+        for head in [*critics.q_reward.heads, *critics.q_cost.heads]:
+            head[0].weight.copy_(torch.tensor([[2.0, 0.0]]))
+            head[0].bias.zero_()
+    cfg = SACLagConfig(critic_lr=1e-12, actor_lr=1e-12, multiplier="gradient")
+    learner = SACLagrangian(actor, critics, ValueCritic(1, ()), ValueCritic(1, ()), cfg, 1, 1, 2)
+    ones = np.ones((4, 1), np.float32)
+    batch = {
+        "obs": ones,
+        "act": 0 * ones,
+        "reward": ones[:, 0],
+        "cost": ones[:, 0],
+        "next_obs": ones,
+        "done": 0 * ones[:, 0],
+    }
+    metrics = learner.update(batch, torch.Generator().manual_seed(0), lambda obs: obs + 0.5)
+    assert metrics["q_reward"] == pytest.approx(2.0, abs=1e-6)
+    assert metrics["q_cost"] == pytest.approx(2.0, abs=1e-6)
+
+
 @pytest.mark.parametrize("algo", ["sac-lag", "cvpo"])
 def test_the_critics_bootstrap_action_is_taken_on_the_batchs_next_actor_obs(algo):
     def critics_after(next_actor_obs):

@@ -90,6 +90,18 @@ def test_pid_state_round_trip():
     assert other.update(9.0) == pytest.approx(0.442)
 
 
+def test_pid_state_round_trip_keeps_the_smoothed_error():
+    # P on an exponential average of the error (p_ema 0.5): the first update's error, 8, is the
+    # average; after a save and load, an error of 0 averages to 0.5 * 8 + 0.5 * 0 = 4 (a
+    # controller that lost the average would start again from 0).
+    cfg = PIDConfig(kp=1.0, ki=0.0, kd=0.0, cost_limit=0.0, p_ema=0.5)
+    pid = PIDLagrangian(cfg)
+    assert pid.update(8.0) == pytest.approx(8.0)
+    other = PIDLagrangian(cfg)
+    other.load_state_dict(pid.state_dict())
+    assert other.update(0.0) == pytest.approx(4.0)
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -156,10 +156,10 @@ def test_deterministic_action_is_the_expected_executed_action(toy_env_id):
 
 def test_mixed_rollouts_attack_only_the_first_envs(toy_env_id):
     from robustsafe.config import RobustConfig, TrainConfig
-    from robustsafe.train import _RobustHooks
+    from robustsafe.robust import RobustHooks
 
     robust = RobustConfig(mode="random", epsilon=0.1, attacked_fraction=0.5, schedule="constant")
-    hooks = _RobustHooks(
+    hooks = RobustHooks(
         TrainConfig(env_id=toy_env_id, robust=robust),
         GaussianActor(2, 1, (8,)),
         None,

@@ -343,6 +343,33 @@ def test_a_learned_alpha_takes_one_adam_step_towards_the_target_entropy(target, 
     assert "log_alpha" in learner.state_dict()
 
 
+def test_the_losses_use_the_learned_alpha_of_the_moment():
+    """A learned alpha of 0.5 (log alpha set after a start at 0.05) and a fixed alpha of 0.5 take
+    the same critic and actor step, bit for bit: both losses use the alpha learned so far, not
+    the configured start; the fixed 0.05 gives another step."""
+
+    def stepped(cfg: SACLagConfig, log_alpha: float | None = None):
+        torch.manual_seed(0)
+        actor = SquashedGaussianActor(2, 1, (4,))
+        learner = SACLagrangian(
+            actor, QCritics(2, 1, (4,)), ValueCritic(2, ()), ValueCritic(2, ()), cfg, 2, 1, 2
+        )
+        if log_alpha is not None:
+            with torch.no_grad():
+                learner.log_alpha.fill_(log_alpha)
+        learner.update(replay_batch(16), torch.Generator().manual_seed(1))
+        nets = (learner.actor, learner.critics)
+        return [p.detach().clone() for net in nets for p in net.parameters()]
+
+    learned = stepped(
+        SACLagConfig(alpha=0.05, learn_alpha=True, multiplier="gradient"), math.log(0.5)
+    )
+    fixed = stepped(SACLagConfig(alpha=0.5, multiplier="gradient"))
+    start = stepped(SACLagConfig(alpha=0.05, multiplier="gradient"))
+    assert all(torch.equal(a, b) for a, b in zip(learned, fixed, strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(learned, start, strict=True))
+
+
 def test_a_fixed_alpha_is_not_learned_nor_in_the_state():
     # (the losses' use of the fixed alpha: test_one_gradient_step_on_hand_set_networks)
     learner = _learner(SACLagConfig(alpha=0.05, multiplier="gradient"), _actor(0.1, -0.7))

@@ -9,9 +9,11 @@ from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mod
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
 from robustsafe.presets import preset, resolve
+from robustsafe.robust import gaussian_kl
+from robustsafe.rundir import train_metrics
 from robustsafe.runstate import load_state
 from robustsafe.schedule import epsilon_at
-from robustsafe.train import gaussian_kl, train, train_metrics
+from robustsafe.train import train
 
 
 def test_linear_schedule_hand_values():
@@ -121,14 +123,14 @@ def test_every_mode_changes_what_it_should(tmp_path, toy_env_id, mode, monkeypat
     # 0.05, 0.1 in epochs 1-3): the observations the policy acts on in the rollouts the learner
     # gets, the critic objective the rollout attack raises, and SA-PPOL's extra actor loss.
     from robustsafe.learners.ppo_lag import PPOLagrangian
-    from robustsafe.train import _RobustHooks
+    from robustsafe.robust import RobustHooks
 
     rollouts: list[tuple[np.ndarray, np.ndarray]] = []  # (obs acted on, true obs) per epoch
     # epoch -> (objective gain of the attack, of a uniform draw in the box) at each step
     gains: dict[int, list[tuple[float, float]]] = {}
     noise = torch.Generator().manual_seed(0)
     attackers: set[str | None] = set()  # the attacker each epoch's hooks hold
-    update, perturbation = PPOLagrangian.update, _RobustHooks.rollout_perturbation
+    update, perturbation = PPOLagrangian.update, RobustHooks.rollout_perturbation
 
     def spy_update(self, ro, *args, **kwargs):
         rollouts.append((ro.obs.copy(), ro.true_obs.copy()))
@@ -154,7 +156,7 @@ def test_every_mode_changes_what_it_should(tmp_path, toy_env_id, mode, monkeypat
         return recorded
 
     monkeypatch.setattr(PPOLagrangian, "update", spy_update)
-    monkeypatch.setattr(_RobustHooks, "rollout_perturbation", spy_perturbation)
+    monkeypatch.setattr(RobustHooks, "rollout_perturbation", spy_perturbation)
     cfg = tiny_config(
         toy_env_id,
         {"hidden": (16, 16), "actor_passes": 2, "critic_passes": 2, "minibatch_size": 40},
@@ -272,12 +274,12 @@ def test_value_critics_see_the_true_observation_not_the_perturbed_one(toy_env_id
 def test_sa_regularizer_compares_with_the_current_policy(toy_env_id):
     # At epsilon 0 the adversarial states are the clean ones: the regulariser is 0 for any
     # actor parameters, also after the actor changed (a stale clean mean would not be).
-    from robustsafe.train import _RobustHooks
+    from robustsafe.robust import RobustHooks
 
     cfg = TrainConfig(env_id=toy_env_id, robust=RobustConfig(mode="sa-mad", epsilon=0.0))
     actor = GaussianActor(3, 2, (8,))
     critics = QCritics(3, 2, (8,))
-    hooks = _RobustHooks(cfg, actor, critics, torch.Generator().manual_seed(0))
+    hooks = RobustHooks(cfg, actor, critics, torch.Generator().manual_seed(0))
     obs = torch.randn(16, 3)
     extra = hooks.sa_regularizer(obs)
     idx = torch.arange(16)
@@ -287,7 +289,7 @@ def test_sa_regularizer_compares_with_the_current_policy(toy_env_id):
             p.add_(0.5)
     assert float(extra(actor, idx).detach()) == 0.0
     cfg_far = TrainConfig(env_id=toy_env_id, robust=RobustConfig(mode="sa-mad", epsilon=0.5))
-    far = _RobustHooks(cfg_far, actor, critics, torch.Generator().manual_seed(0))
+    far = RobustHooks(cfg_far, actor, critics, torch.Generator().manual_seed(0))
     loss = far.sa_regularizer(obs)(actor, idx)
     loss.backward()
     # the default (the authors' code) compares means only: sigma gets no gradient from it
@@ -298,7 +300,7 @@ def test_sa_regularizer_compares_with_the_current_policy(toy_env_id):
 def test_sa_regularizer_forms_against_hand_computed_values(toy_env_id, form):
     # A fixed "attacker" s_adv = s + 0.1 on a linear actor with zero weights except
     # W[0, 0] = 2: the pre-sigmoid outputs differ by 0.2 in action 0 only.
-    from robustsafe.train import _RobustHooks
+    from robustsafe.robust import RobustHooks
 
     robust = RobustConfig(mode="sa-mad", epsilon=0.1, sa_beta=0.5, sa_regularizer=form)
     actor = GaussianActor(3, 2, ())
@@ -306,7 +308,7 @@ def test_sa_regularizer_forms_against_hand_computed_values(toy_env_id, form):
         actor.net[0].weight.zero_()
         actor.net[0].bias.zero_()
         actor.net[0].weight[0, 0] = 2.0
-    hooks = _RobustHooks(TrainConfig(env_id=toy_env_id, robust=robust), actor, None, None)
+    hooks = RobustHooks(TrainConfig(env_id=toy_env_id, robust=robust), actor, None, None)
     hooks.attacker = lambda actor, critics, obs, eps, gen: obs + 0.1
     obs = torch.zeros(4, 3)
     loss = float(hooks.sa_regularizer(obs)(actor, torch.arange(4)).detach())
@@ -317,6 +319,43 @@ def test_sa_regularizer_forms_against_hand_computed_values(toy_env_id, form):
     else:
         expected = 0.5 * d**2 / (2.0 * math.exp(2 * -0.5))  # / (2 sigma^2), log-std -0.5
     assert loss == pytest.approx(expected, rel=1e-5)
+
+
+def test_sa_regularizer_takes_the_minibatch_rows_and_no_gradient_through_the_clean_side(
+    toy_env_id,
+):
+    # The same linear actor (mu_0 = -1 + 2 sigmoid(2 s_0)), s_adv = s + 0.1, states whose first
+    # feature is 0, 1, 2, 3, a minibatch of rows 1 and 3, the authors' form (beta 0.5):
+    # loss = 0.5 mean_v (mu(v + 0.1) - mu(v))^2 over v in {1, 3}, and its gradient in W[0, 0]
+    # flows through the adversarial mean only (the clean mean is a constant, Algorithm 1):
+    # 0.5 mean_v 2 (mu(v + 0.1) - mu(v)) 2 sigmoid'(2 (v + 0.1)) (v + 0.1).
+    from robustsafe.robust import RobustHooks
+
+    robust = RobustConfig(mode="sa-mad", epsilon=0.1, sa_beta=0.5)
+    actor = GaussianActor(3, 2, ())
+    with torch.no_grad():
+        actor.net[0].weight.zero_()
+        actor.net[0].bias.zero_()
+        actor.net[0].weight[0, 0] = 2.0
+    hooks = RobustHooks(TrainConfig(env_id=toy_env_id, robust=robust), actor, None, None)
+    hooks.attacker = lambda actor, critics, obs, eps, gen: obs + 0.1
+    obs = torch.zeros(4, 3)
+    obs[:, 0] = torch.tensor([0.0, 1.0, 2.0, 3.0])
+    loss = hooks.sa_regularizer(obs)(actor, torch.tensor([1, 3]))
+    loss.backward()
+
+    def sig(z: float) -> float:
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def mu(v: float) -> float:
+        return 2.0 * sig(2.0 * v) - 1.0
+
+    rows = (1.0, 3.0)
+    expected = 0.5 * sum((mu(v + 0.1) - mu(v)) ** 2 for v in rows) / 2
+    slope = [2.0 * sig(2.0 * (v + 0.1)) * (1.0 - sig(2.0 * (v + 0.1))) * (v + 0.1) for v in rows]
+    grad = 0.5 * sum(2.0 * (mu(v + 0.1) - mu(v)) * g for v, g in zip(rows, slope, strict=True)) / 2
+    assert float(loss.detach()) == pytest.approx(expected, rel=1e-5)
+    assert float(actor.net[0].weight.grad[0, 0]) == pytest.approx(grad, rel=1e-4)
 
 
 def test_paper_presets_use_the_original_exponential_schedule_fast_ones_too():

@@ -9,8 +9,9 @@ from tiny_config import tiny_config
 from robustsafe.agent import build_networks, load_agent
 from robustsafe.config import RobustConfig, TrainConfig, apply_sets
 from robustsafe.robust import RobustHooks
+from robustsafe.rundir import train_metrics
 from robustsafe.schedule import drawn_fraction
-from robustsafe.train import train, train_metrics
+from robustsafe.train import train
 
 OBS, ACT = 6, 2
 

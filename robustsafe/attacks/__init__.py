@@ -31,7 +31,13 @@ from robustsafe.attacks.mad import (
     cost_values,
     gaussian_kl,
 )
-from robustsafe.attacks.registry import ATTACKER_NAMES, default_config, make_attacker
+from robustsafe.attacks.registry import (
+    ATTACKER_NAMES,
+    default_config,
+    make_attacker,
+    register_attacker,
+    registered_attackers,
+)
 from robustsafe.attacks.rng import RowGenerators, episode_generator
 from robustsafe.attacks.uniform import RandomAttacker
 
@@ -63,6 +69,8 @@ __all__ = [
     "min_reward_attack",
     "mixed_attack",
     "project",
+    "register_attacker",
+    "registered_attackers",
     "sample_uniform",
     "scaled_distance",
     "sgld_noise",

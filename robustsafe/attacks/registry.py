@@ -1,8 +1,11 @@
-"""Attackers by name: the strings the command line and the configs use."""
+"""Attackers by name: the strings the command line and the configs use, the paper's and those
+registered with ``register_attacker`` (a user's own attack, evaluated under the same protocol)."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Callable
 
 from robustsafe.attacks.base import Attacker, NoAttacker
 from robustsafe.attacks.config import CRITIC_ATTACK_DEFAULTS, MAD_DEFAULTS, AttackConfig
@@ -17,13 +20,60 @@ from robustsafe.attacks.uniform import RandomAttacker
 
 ATTACKER_NAMES = ("none", "random", "mad", "amad", "mc", "mr", "minr", "mix:W")
 _CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(AttackConfig))
+# A registered name: lower case, digits, '_', '-' and '.', no ',' or ':' (lists on the command
+# line are comma-separated, and ':' marks mix:W).
+_REGISTERED_NAME = re.compile(r"[a-z][a-z0-9_.-]{0,39}")
+_registered: dict[str, Callable[[], Attacker]] = {}
+
+
+def register_attacker(name: str, factory: Callable[[], Attacker], replace: bool = False) -> None:
+    """Make ``name`` an attacker everywhere attackers are named: ``make_attacker``,
+    ``evaluate_agent`` / ``evaluate_policy``, and ``robustsafe evaluate --attacks`` (with
+    ``--attacker-module`` naming the module that registers it). ``factory()`` builds it: an
+    ``Attacker`` (subclass it and implement ``perturbation``). Its results are recorded under
+    ``name``. ValueError for a paper attacker's name, a malformed one, or one registered before
+    (unless ``replace``)."""
+    if not isinstance(name, str) or not _REGISTERED_NAME.fullmatch(name):
+        raise ValueError(
+            f"attacker name {name!r}: use 1-40 lower-case letters, digits, '_', '-' or '.', "
+            "beginning with a letter"
+        )
+    if name in ATTACKER_NAMES or name.startswith("mix"):
+        raise ValueError(f"attacker name {name!r} is one of the paper's attackers: choose another")
+    if name in _registered and not replace:
+        raise ValueError(f"attacker {name!r} is registered already (replace=True to replace it)")
+    if not callable(factory):
+        raise TypeError(f"register_attacker({name!r}, ...): the factory must be callable")
+    _registered[name] = factory
+
+
+def registered_attackers() -> tuple[str, ...]:
+    """The names ``register_attacker`` added, in the order they were registered."""
+    return tuple(_registered)
 
 
 def _bad_name(name: object) -> ValueError:
+    own = f"; registered: {', '.join(_registered)}" if _registered else ""
+    own += " (your own: register_attacker; robustsafe evaluate --attacker-module)"
     return ValueError(
         f"unknown attacker {name!r}; accepted names: {', '.join(ATTACKER_NAMES)} "
-        "(mix:W with W a number in [0, 1], e.g. mix:0.5)"
+        f"(mix:W with W a number in [0, 1], e.g. mix:0.5){own}"
     )
+
+
+def _registered_attacker(name: str) -> Attacker:
+    try:
+        attacker = _registered[name]()
+    except Exception as err:
+        why = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise ValueError(f"attacker {name!r}: its factory raised {why}") from None
+    if not isinstance(attacker, Attacker):
+        raise TypeError(
+            f"attacker {name!r}: its factory returned a {type(attacker).__name__}, not an "
+            "Attacker (subclass robustsafe.attacks.Attacker and implement perturbation)"
+        )
+    attacker.name = name  # the name its results are recorded under
+    return attacker
 
 
 def _mix_weight(name: str) -> float:
@@ -51,6 +101,13 @@ def make_attacker(name: str, config: AttackConfig | None = None, **kwargs: objec
     """
     if not isinstance(name, str):
         raise _bad_name(name)
+    if name in _registered:
+        if config is not None or kwargs:
+            raise TypeError(
+                f"attacker {name!r} is registered: its settings are its factory's, not "
+                "make_attacker's"
+            )
+        return _registered_attacker(name)
     if name.startswith("mix:"):
         weight = _mix_weight(name)
     elif name not in ATTACKER_NAMES:

@@ -33,16 +33,12 @@ SAMPLED_LABEL = "sampled from pi(.|s~) (a diagnostic; attacks aim at the determi
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
 
-    from robustsafe.evaluate import (
-        evaluate_agent,
-        format_table,
-        parse_epsilons,
-        write_json_atomic,
-        write_sweep,
-    )
+    from robustsafe.evaluate import evaluate_agent, format_table, parse_epsilons, write_sweep
+    from robustsafe.files import write_json_atomic
 
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
     _one_policy_source(args)
+    _import_attacker_modules(args.attacker_module or [])
     if not 0.0 < args.xi <= 1.0:
         raise CLIError(
             f"--xi must be in (0, 1] (the fraction of states AMAD attacks), got {args.xi}"
@@ -152,6 +148,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return _record_videos(args, agent, env_id, attacks, epsilons)
 
 
+def _import_attacker_modules(targets: list[str]) -> None:
+    """Import each ``--attacker-module`` (its ``register_attacker`` calls name its attackers)."""
+    from robustsafe.user_code import import_user_module
+
+    for target in targets:
+        try:
+            import_user_module(target, f"--attacker-module {target!r}")
+        except ValueError as err:
+            raise CLIError(str(err)) from None
+
+
 def _attack_list(text: str) -> list[str]:
     """The attackers of ``--attacks``; an empty list is a user error."""
     attacks = [a.strip() for a in text.split(",") if a.strip()]
@@ -198,9 +205,9 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
         evaluate_policy,
         format_paired_table,
         parse_epsilons,
-        write_json_atomic,
         write_sweep,
     )
+    from robustsafe.files import write_json_atomic
     from robustsafe.fit_critics import load_critics
 
     if args.video is not None:
@@ -309,8 +316,16 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     e.add_argument(
         "--attacks",
         default="none",
-        help="comma-separated attackers: none,random,mad,amad,mc,mr,minr,mix:W (default: none, "
-        "the natural episodes only)",
+        help="comma-separated attackers: none,random,mad,amad,mc,mr,minr,mix:W, and your own "
+        "(--attacker-module) (default: none, the natural episodes only)",
+    )
+    e.add_argument(
+        "--attacker-module",
+        action="append",
+        metavar="MODULE",
+        help="import MODULE (pkg.mod or path/file.py) first, so that the attackers it registers "
+        "with robustsafe.attacks.register_attacker can be named in --attacks; repeatable. Runs "
+        "that code: name only code you trust (default: none)",
     )
     e.add_argument(
         "--eps",

@@ -189,7 +189,7 @@ def cmd_table(args: argparse.Namespace) -> int:
         format_markdown,
         write_tables,
     )
-    from robustsafe.runstate import staged_files
+    from robustsafe.files import staged_files
 
     runs = Path(args.runs_dir)
     if not runs.is_dir():  # before --out, which depends on it

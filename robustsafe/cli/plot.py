@@ -32,13 +32,13 @@ from robustsafe.experiments.launchers import recorded_path
 def cmd_xi_sweep(args: argparse.Namespace) -> int:
     import torch
 
-    from robustsafe.evaluate import write_json_atomic
     from robustsafe.experiments.xi_sweep import (
         XI_EVAL_NAME,
         XI_FORMAT,
         evaluate_xi_sweep,
         parse_xis,
     )
+    from robustsafe.files import write_json_atomic
 
     torch.set_num_threads(1)
     agent = _load_run_agent(args.run)

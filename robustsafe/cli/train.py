@@ -10,7 +10,7 @@ from robustsafe.cli._common import CLIError, add_env_workers_option, check_env_m
 from robustsafe.config import TrainConfig, set_key
 from robustsafe.experiments.launchers import recorded_path
 from robustsafe.presets import PRESETS, epochs_for_steps, resolve
-from robustsafe.rundir import run_files_text
+from robustsafe.rundir import dotted_setting, run_files_text
 
 # The --preset of train and grid when none is given: the quickstart's.
 DEFAULT_PRESET = "fast"
@@ -54,9 +54,8 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     run-naming values (env, seed, preset, mode, algo) likewise: default < file < option. A
     resume: the run's saved settings, with only the length changed. Raises CLIError.
     """
-    from robustsafe.rundir import check_resumable, load_settings_file
+    from robustsafe.rundir import check_resumable, load_run_config, load_settings_file
     from robustsafe.runstate import RunLockedError
-    from robustsafe.train import load_run_config
 
     if args.epochs is not None and args.total_steps is not None:
         raise CLIError("give --epochs or --total-steps, not both: each sets the run's length")
@@ -178,7 +177,7 @@ def _resume_conflicts(
             continue
         if changed:
             key = item.split("=", 1)[0]
-            out.append(f"{label}{item} (saved: {key}={_setting(saved, key)!r})")
+            out.append(f"{label}{item} (saved: {key}={dotted_setting(saved, key)!r})")
     return out
 
 
@@ -193,13 +192,6 @@ def _resume_runtime(
     if args.env_workers is not None:
         items.append(f"workers={args.env_workers}")
     return apply_sets(cfg, items) if items else cfg
-
-
-def _setting(cfg: TrainConfig, key: str) -> object:
-    node: object = cfg
-    for part in key.split("."):
-        node = getattr(node, part)
-    return node
 
 
 # The learners of ``--algo``, in --help: every name of ``robustsafe.config.ALGOS`` (which is what

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
-from robustsafe.experiments.eval_files import EvalFile, find_named, load_eval_file
+from robustsafe.experiments.eval_files import EvalFile, load_eval_file
 from robustsafe.experiments.names import ALGO_NAMES, env_key, method_key, method_name
 from robustsafe.experiments.table import AVERAGE, Cell, ResultsTable, collect_table
 from robustsafe.experiments.table_format import (
@@ -60,6 +60,7 @@ from robustsafe.experiments.table_format import (
     tex_escape,
     write_prefixed,
 )
+from robustsafe.files import find_named
 
 APPENDIX_EVAL_NAME = "eval-appendix.json"
 APPENDIX_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -67,10 +68,9 @@ APPENDIX_COLUMNS: tuple[tuple[str, str], ...] = (
     ("mad", "MAD"),
     (AVERAGE, "Average"),
 )
-# the grid's extra attackers (``robustsafe grid --appendix``) and the modes that get them: the
-# paper's minimum-reward and mixture tables show PPOL-vanilla and ADV-PPOL(MC/MR)
+# the grid's extra attackers (``robustsafe grid --appendix``; the modes that get them are
+# ``GridSpec.appendix_modes``): the paper's minimum-reward and mixture tables
 APPENDIX_ATTACKS: tuple[str, ...] = ("minr", "mix:0.25", "mix:0.5", "mix:0.75")
-APPENDIX_MODES: tuple[str, ...] = ("vanilla", "adv-mc", "adv-mr")
 # The other learners' appendix tables: file suffix and columns per learner (``tab:exp-focops-
 # append`` and ``tab:exp-cvpo-append``: natural and MAD / MC / MR; ``tab:exp-sacl-append``:
 # natural and MC / MR, rows per entropy weight)

@@ -5,17 +5,13 @@ tables: ``find_eval_files`` under a directory tree, ``load_eval_file`` one of th
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any
 
 from robustsafe.experiments.names import known_algo_form, learner_group
-from robustsafe.runstate import read_text_file
+from robustsafe.files import find_named, read_json
 
 
 @dataclass(frozen=True)
@@ -45,24 +41,6 @@ def find_eval_files(runs_dir: str | PathLike) -> list[Path]:
     return find_named(root, "eval.json")
 
 
-def find_named(root: Path, *names: str) -> list[Path]:
-    """Every file called one of ``names`` under ``root``, sorted (``walk_files``)."""
-    return sorted(p for p in walk_files(root) if p.name in names)
-
-
-def walk_files(root: Path) -> Iterator[Path]:
-    """Every file under ``root``, following linked folders (a run linked into a results folder
-    counts); each real folder is read once, so a link back up the tree ends."""
-    seen = set()
-    for folder, subfolders, files in os.walk(root, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen:  # a link back up the tree, or a second link to one folder
-            subfolders.clear()
-            continue
-        seen.add(real)
-        yield from (Path(folder) / n for n in files)
-
-
 def _episode(record: dict) -> tuple[float, float]:
     """(reward, cost) of one episode record; ValueError unless both are finite numbers (not
     booleans) and the cost is >= 0."""
@@ -78,25 +56,40 @@ def _episode(record: dict) -> tuple[float, float]:
     return reward, cost
 
 
-def read_json(path: str | PathLike) -> Any:
-    """The JSON value in ``path`` (data only: no code runs); ValueError naming the file if it
-    cannot be read, is not JSON, nests deeper than Python's recursion allows, or holds an
-    integer with more digits than a float holds (they would fail later, far from the file)."""
-    try:
-        return json.loads(read_text_file(path), parse_int=_float_sized_int)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: cannot read it ({err})") from None
-    except RecursionError:
-        raise ValueError(f"{path}: cannot read it (nested too deeply)") from None
+@dataclass(frozen=True)
+class Result:
+    """One entry of an evaluation's ``results``: an attacker at one epsilon (and, for an AMAD
+    of a xi sweep, its xi), with the (reward, cost) of each episode."""
+
+    attack: str
+    epsilon: float
+    episodes: tuple[tuple[float, float], ...]
+    xi: float | None = None
 
 
-def _float_sized_int(text: str) -> int:
-    value = int(text)
-    try:
-        float(value)
-    except OverflowError:  # beyond float's largest, about 1.8e308
-        raise ValueError(f"an integer of {len(text)} digits") from None
-    return value
+def parse_results(data: object, where: str | PathLike) -> list[Result]:
+    """The ``results`` of an evaluation's JSON object (``eval.json``, a sweep, ``eval-xi.json``):
+    the one reader of its entries for the tables and figures. ValueError beginning with
+    ``where`` unless a non-empty list of entries, each with an attacker name, an epsilon that
+    is a finite number >= 0 (0 where absent), a xi in (0, 1] where it has one, and episodes
+    as ``episode_records`` wants them."""
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list) or not results:
+        raise ValueError(f"{where}: no 'results' list, or an empty one")
+    parsed = []
+    for entry in results:
+        attack = entry.get("attack") if isinstance(entry, dict) else None
+        if not isinstance(attack, str):
+            raise ValueError(f"{where}: a result without an attack name")
+        eps = entry.get("epsilon", 0.0)
+        if not (_is_number(eps) and math.isfinite(eps) and eps >= 0):
+            raise ValueError(f"{where}: attacker {attack!r} has epsilon {eps!r}, not a number >= 0")
+        xi = entry.get("xi")
+        if xi is not None and not (_is_number(xi) and 0 < xi <= 1):
+            raise ValueError(f"{where}: attacker {attack!r} has xi {xi!r}, not in (0, 1]")
+        episodes = episode_records(entry.get("episodes"), f"{where}: attacker {attack!r}")
+        parsed.append(Result(attack, float(eps), episodes, None if xi is None else float(xi)))
+    return parsed
 
 
 def load_eval_file(path: str | PathLike) -> EvalFile:
@@ -111,26 +104,17 @@ def load_eval_file(path: str | PathLike) -> EvalFile:
                 f"{path}: no {key!r} field (written by an older robustsafe evaluate? "
                 "evaluate the run again)"
             )
-    results = data.get("results")
-    if not isinstance(results, list) or not results:
-        raise ValueError(f"{path}: no 'results' list, or an empty one")
     episodes: dict[str, tuple[tuple[float, float], ...]] = {}
     epsilons: dict[str, float] = {}
-    for entry in results:
-        attack = entry.get("attack") if isinstance(entry, dict) else None
-        if not isinstance(attack, str):
-            raise ValueError(f"{path}: a result without an attack name")
-        eps = entry.get("epsilon", 0.0)
+    for result in parse_results(data, path):
+        attack = result.attack
         if attack in episodes:
             raise ValueError(
                 f"{path}: attacker {attack!r} appears more than once (epsilons "
-                f"{epsilons[attack]} and {eps}); the table needs one epsilon per run "
+                f"{epsilons[attack]} and {result.epsilon}); the table needs one epsilon per run "
                 "(evaluate with a single --eps)"
             )
-        episodes[attack] = episode_records(entry.get("episodes"), f"{path}: attacker {attack!r}")
-        if not (_is_number(eps) and math.isfinite(eps) and eps >= 0):
-            raise ValueError(f"{path}: attacker {attack!r} has epsilon {eps!r}, not a number >= 0")
-        epsilons[attack] = float(eps)
+        episodes[attack], epsilons[attack] = result.episodes, result.epsilon
     seed = data.get("train_seed")
     epoch = data.get("agent_epoch")
     algo = evaluated_learner(data, path)

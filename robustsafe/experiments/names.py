@@ -117,3 +117,43 @@ def env_key(env_id: str) -> tuple:
     if env_id in _PAPER_ENV_ORDER:
         return (0, _PAPER_ENV_ORDER.index(env_id), env_id)
     return (1, 0, env_id)
+
+
+# The attackers' names in tables and figures, in the paper's order.
+ATTACK_NAMES = {
+    "none": "Natural",
+    "random": "Random",
+    "mad": "MAD",
+    "amad": "AMAD",
+    "mc": "MC",
+    "mr": "MR",
+    "minr": "MinR",
+}
+
+
+def attack_name(key: str) -> str:
+    """``mc`` -> ``MC``, ``mix:0.5`` -> ``Mix 0.5`` (0.5 x MC + 0.5 x MR)."""
+    if key in ATTACK_NAMES:
+        return ATTACK_NAMES[key]
+    if key.startswith("mix:"):
+        return f"Mix {key.split(':', 1)[1]}"
+    return key
+
+
+def attack_sort_key(key: str) -> tuple:
+    """The paper's attackers in their order, then the mixtures by weight, then a user's own."""
+    order = list(ATTACK_NAMES)
+    if key in order:
+        return (0, order.index(key), 0.0, key)
+    if key.startswith("mix:"):
+        try:
+            return (1, 0, float(key.split(":", 1)[1]), key)
+        except ValueError:
+            pass
+    return (2, 0, 0.0, key)
+
+
+def paper_attacker(key: str) -> bool:
+    """One of the paper's attackers (a column of Table 1 or of the appendix tables), not a
+    user's own (``robustsafe.attacks.register_attacker``)."""
+    return key in ATTACK_NAMES or key.startswith("mix:")

@@ -35,48 +35,21 @@ from typing import Any
 
 import numpy as np
 
-from robustsafe.experiments.eval_files import episode_records, evaluated_learner, read_json
+from robustsafe.experiments.eval_files import evaluated_learner, parse_results
 from robustsafe.experiments.figures import SeriesPoint, _point, format_xi_csv, save_figure
 from robustsafe.experiments.names import (
     algo_key,
+    attack_name,
+    attack_sort_key,
     env_key,
     learner_group,
     method_key,
     method_name,
 )
+from robustsafe.files import read_json
 
 # The paper's attacker names, in the paper's order; others follow.
-ATTACK_NAMES = {
-    "none": "Natural",
-    "random": "Random",
-    "mad": "MAD",
-    "amad": "AMAD",
-    "mc": "MC",
-    "mr": "MR",
-    "minr": "MinR",
-}
 DEFAULT_COST_LIMIT = 5.0  # PIDConfig's and FOCOPSConfig's default (the paper's)
-
-
-def attack_name(key: str) -> str:
-    """``mc`` -> ``MC``, ``mix:0.5`` -> ``Mix 0.5`` (0.5 x MC + 0.5 x MR)."""
-    if key in ATTACK_NAMES:
-        return ATTACK_NAMES[key]
-    if key.startswith("mix:"):
-        return f"Mix {key.split(':', 1)[1]}"
-    return key
-
-
-def _attack_key(key: str) -> tuple:
-    order = list(ATTACK_NAMES)
-    if key in order:
-        return (0, order.index(key), 0.0, key)
-    if key.startswith("mix:"):
-        try:
-            return (1, 0, float(key.split(":", 1)[1]), key)
-        except ValueError:
-            pass
-    return (2, 0, 0.0, key)
 
 
 def draw_cost_limit(ax: Any, limit: float) -> None:
@@ -114,29 +87,21 @@ class SweepRun:
     @staticmethod
     def from_payload(data: dict[str, Any], path: str = "") -> SweepRun:
         """From the JSON object ``robustsafe evaluate --out`` writes; ValueError if unusable."""
-        where = f"{path}: " if path else ""
-        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-            raise ValueError(f"{where}not an evaluation (no 'results' list)")
+        where = path or "the evaluation"
         episodes: dict[tuple[str, float], tuple[tuple[float, float], ...]] = {}
-        for entry in data["results"]:
-            try:
-                key = (str(entry["attack"]), float(entry.get("epsilon", 0.0)))
-            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
-                raise ValueError(f"{where}a result without attack name or epsilon") from None
-            if not (math.isfinite(key[1]) and key[1] >= 0):
-                raise ValueError(f"{where}attacker {key[0]!r} has epsilon {key[1]}, not >= 0")
-            eps = episode_records(entry.get("episodes"), f"{where}attacker {key[0]!r}")
+        for result in parse_results(data, where):
+            key = (result.attack, result.epsilon)
             if key in episodes:
-                raise ValueError(f"{where}attacker {key[0]!r} at epsilon {key[1]:g} twice")
-            episodes[key] = eps
+                raise ValueError(f"{where}: attacker {key[0]!r} at epsilon {key[1]:g} twice")
+            episodes[key] = result.episodes
         seed, limit, xi = data.get("train_seed"), data.get("cost_limit"), data.get("xi")
         if isinstance(xi, int | float) and not 0 < xi <= 1:
-            raise ValueError(f"{where}AMAD's xi is {xi}, not in (0, 1]")
+            raise ValueError(f"{where}: AMAD's xi is {xi}, not in (0, 1]")
         return SweepRun(
             path=path,
             env_id=str(data.get("env_id", "?")),
             mode=str(data.get("train_mode", "?")),
-            algo=evaluated_learner(data, path or "the evaluation"),
+            algo=evaluated_learner(data, where),
             train_seed=seed if isinstance(seed, int) else None,
             cost_limit=float(limit) if isinstance(limit, (int, float)) else None,
             xi=float(xi) if isinstance(xi, (int, float)) else None,
@@ -173,7 +138,7 @@ def sweep_series(
         members = groups[(env_id, algo, mode)]
         xi = _check_poolable(members, f"{method_name(mode, algo)} on {env_id}")
         keys = {k for m in members for k in m.episodes}
-        wanted = sorted({a for a, _ in keys if a != "none"}, key=_attack_key)
+        wanted = sorted({a for a, _ in keys if a != "none"}, key=attack_sort_key)
         if attacks is not None:
             wanted = [a for a in wanted if a in attacks]
         for attack in ["none", *wanted]:
@@ -186,7 +151,7 @@ def sweep_series(
                 )
                 points.append(point)
     if not any(p.attack != "none" for p in points):
-        held = sorted({a for r in runs for a, _ in r.episodes if a != "none"}, key=_attack_key)
+        held = sorted({a for r in runs for a, _ in r.episodes if a != "none"}, key=attack_sort_key)
         if attacks is not None and held:
             raise ValueError(
                 f"--attacks {','.join(attacks)}: no such attacker in the evaluations, which hold "
@@ -242,7 +207,7 @@ def _attack_colors(attacks: Sequence[str]) -> dict[str, str]:
     import matplotlib.pyplot as plt
 
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    return {a: colors[i % len(colors)] for i, a in enumerate(sorted(attacks, key=_attack_key))}
+    return {a: colors[i % len(colors)] for i, a in enumerate(sorted(attacks, key=attack_sort_key))}
 
 
 def write_sweep_figure(
@@ -378,8 +343,8 @@ class TrainingRun:
 
 def load_training_run(run_dir: str | Path) -> TrainingRun:
     """Read ``config.yaml`` and ``metrics.csv`` of a run directory; ValueError if unusable."""
+    from robustsafe.files import read_text_file
     from robustsafe.rundir import load_run_config
-    from robustsafe.runstate import read_text_file
 
     run_dir = Path(run_dir)
     try:

@@ -32,9 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from robustsafe.experiments.eval_files import find_named, read_json, read_text_file, walk_files
 from robustsafe.experiments.names import (
     algo_key,
     env_key,
@@ -42,7 +39,14 @@ from robustsafe.experiments.names import (
     method_key,
     method_name,
 )
-from robustsafe.runstate import write_text_atomic
+from robustsafe.files import (
+    find_named,
+    parse_yaml,
+    read_json,
+    read_text_file,
+    walk_files,
+    write_text_atomic,
+)
 
 REPORT_NAME = "report.html"
 _CSS = """
@@ -82,8 +86,8 @@ def find_runs(runs_dir: Path, unreadable: list[Path] | None = None) -> list[RunI
             continue
         try:
             text = read_text_file(cfg_path)
-            cfg = yaml.safe_load(text) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+            cfg = parse_yaml(text, cfg_path) or {}
+        except (OSError, ValueError):
             cfg = None
         if not isinstance(cfg, dict):
             if unreadable is not None:

@@ -26,9 +26,9 @@ from robustsafe.experiments.eval_files import find_eval_files, load_eval_file
 from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
 from robustsafe.experiments.table import AVERAGED_ATTACKS, ResultsTable, collect_table
 from robustsafe.experiments.table_format import write_prefixed
+from robustsafe.files import read_text_file
 from robustsafe.provenance import PROVENANCE_NAME
 from robustsafe.rundir import load_run_config
-from robustsafe.runstate import read_text_file
 
 TRAIN_EPOCHS = 10  # the training cost averages the last this many epochs
 _TITLES = {"random": "Random", "mad": "MAD", "amad": "AMAD", "mc": "MC", "mr": "MR"}

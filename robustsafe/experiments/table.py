@@ -51,7 +51,13 @@ from pathlib import Path
 import numpy as np
 
 from robustsafe.experiments.eval_files import EvalFile, find_eval_files, load_eval_file
-from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
+from robustsafe.experiments.names import (
+    algo_key,
+    env_key,
+    method_key,
+    method_name,
+    paper_attacker,
+)
 
 # (key in eval.json, column title)
 ATTACK_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -211,6 +217,12 @@ def build_table(
             notes.append(
                 f"{name} pools agents of different epochs ({', '.join(map(str, epochs))}): "
                 "some runs may be unfinished."
+            )
+        own = sorted({a for f in members for a in f.episodes if not paper_attacker(a)})
+        if own:
+            notes.append(
+                f"{name}: its evaluations hold attackers that are not the paper's "
+                f"({', '.join(own)}), in no column here; `robustsafe plot sweep` draws them."
             )
         cells: dict[str, Cell | None] = {}
         for key, _ in ATTACK_COLUMNS:

@@ -20,7 +20,7 @@ from robustsafe.experiments.table import (
     ResultsTable,
     collect_table,
 )
-from robustsafe.runstate import write_text_atomic
+from robustsafe.files import write_text_atomic
 
 CSV_FIELDS = (
     "env",

@@ -14,14 +14,14 @@ same entries as ``eval.json``'s, each AMAD entry with its ``xi``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from robustsafe.experiments.eval_files import episode_records, find_named, read_json
+from robustsafe.experiments.eval_files import evaluated_learner, parse_results
+from robustsafe.files import find_named, read_json
 
 XI_EVAL_NAME = "eval-xi.json"
 XI_FORMAT = "amad-xi-sweep"
@@ -54,40 +54,26 @@ def evaluate_xi_sweep(
     attack_space: str = "raw",
     on_step: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Natural, MAD and AMAD at each xi, as the ``results`` entries of ``eval-xi.json``.
-
-    Each call of ``evaluate_agent`` replays the same paired episodes (same seeds), so the
-    natural episodes and therefore AMAD's threshold are the same for every xi; the natural
-    episodes are kept once.
-    """
+    """Natural, MAD and AMAD at each xi, as the ``results`` entries of ``eval-xi.json``: one
+    ``evaluate_agent`` call, whose natural episodes give AMAD's threshold at every xi."""
     from robustsafe.evaluate import evaluate_agent
 
     xis = parse_xis(xis)
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon}")
-    out: list[dict[str, Any]] = []
-    for k, xi in enumerate(xis):
-        attacks = ("mad", "amad") if k == 0 else ("amad",)
-        results = evaluate_agent(
-            agent,
-            vec,
-            episodes=episodes,
-            seed=seed,
-            attacks=attacks,
-            epsilons=(epsilon,),
-            attack_seed=attack_seed,
-            attack_space=attack_space,
-            xi=xi,
-            on_step=on_step,
-        )
-        for r in results:
-            if r.attack == "none" and k > 0:
-                continue
-            entry = r.to_dict()
-            if r.attack == "amad":
-                entry["xi"] = xi
-            out.append(entry)
-    return out
+    results = evaluate_agent(
+        agent,
+        vec,
+        episodes=episodes,
+        seed=seed,
+        attacks=("mad", "amad"),
+        epsilons=(epsilon,),
+        attack_seed=attack_seed,
+        attack_space=attack_space,
+        xi=xis,
+        on_step=on_step,
+    )
+    return [r.to_dict() for r in results]
 
 
 # ----------------------------------------------------------------------------- reading
@@ -118,47 +104,28 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
         if not isinstance(data.get(key), str):
             raise ValueError(f"{path}: no {key!r} field")
     natural, mad, amad, eps = None, None, {}, set()
-
-    def episodes(entry: dict) -> tuple[tuple[float, float], ...]:
-        return episode_records(entry.get("episodes"), f"{path}: {entry.get('attack')!r}")
-
-    results = data.get("results")
-    if not isinstance(results, list):
-        raise ValueError(f"{path}: no 'results' list")
-    for entry in results:
-        attack = entry.get("attack") if isinstance(entry, dict) else None
-        if attack == "none":
-            natural = episodes(entry)
+    for result in parse_results(data, path):
+        if result.attack == "none":
+            natural = result.episodes
             continue
-        if attack not in ("mad", "amad"):
+        if result.attack not in ("mad", "amad"):
             continue
-        epsilon = entry.get("epsilon", math.nan)
-        if (
-            not isinstance(epsilon, int | float)
-            or isinstance(epsilon, bool)
-            or not (math.isfinite(epsilon) and epsilon >= 0)
-        ):
-            raise ValueError(f"{path}: {attack!r} has a malformed epsilon ({epsilon!r})")
-        eps.add(float(epsilon))
-        if attack == "mad":
+        eps.add(result.epsilon)
+        if result.attack == "mad":
             if mad is not None:
                 raise ValueError(f"{path}: MAD appears more than once")
-            mad = episodes(entry)
+            mad = result.episodes
         else:
-            xi = entry.get("xi")
-            if not isinstance(xi, int | float) or not 0 < xi <= 1:
-                raise ValueError(f"{path}: an AMAD result without its xi in (0, 1] ({xi!r})")
-            if float(xi) in amad:
-                raise ValueError(f"{path}: AMAD at xi {xi} appears more than once")
-            amad[float(xi)] = episodes(entry)
+            if result.xi is None:
+                raise ValueError(f"{path}: an AMAD result without its xi")
+            if result.xi in amad:
+                raise ValueError(f"{path}: AMAD at xi {result.xi:g} appears more than once")
+            amad[result.xi] = result.episodes
     if natural is None or not amad:
         raise ValueError(f"{path}: needs natural episodes and AMAD at one xi at least")
     if len(eps) != 1:
         raise ValueError(f"{path}: its attacks were run at different epsilons ({sorted(eps)})")
     seed = data.get("train_seed")
-    algo = data.get("train_algo", "ppol")
-    if not isinstance(algo, str):
-        raise ValueError(f"{path}: 'train_algo' must be a learner name, got {algo!r}")
     return XiSweep(
         path=path,
         env_id=data["env_id"],
@@ -168,7 +135,7 @@ def load_xi_sweep(path: str | PathLike) -> XiSweep:
         natural=natural,
         mad=mad or (),
         amad=dict(sorted(amad.items())),
-        algo=algo,
+        algo=evaluated_learner(data, path),
     )
 
 

@@ -23,6 +23,26 @@ def test_sgld_noise_has_the_specified_std():
     assert torch.equal(noise, again)
 
 
+def test_the_sgld_noise_moves_the_search():
+    # One sign step of eps from the clean point on f(u) = u: without noise every row ends at
+    # +eps. With Langevin noise of std 2 (beta = 2 / (4 lr)) the step's sign is that of
+    # 1 + noise, so the rows whose draw is below -1 step to -eps, are worse than the clean
+    # point and keep 0; the draws are the generator's first (no random start).
+    n, eps = 400, 0.1
+    obs = torch.zeros(n, 1)
+    cfg = AttackConfig(steps=1, step_size=1.0, optimizer="pgd", random_start=False, sgld_beta=None)
+    plain = gradient_ascent(_linear(torch.ones(1)), obs, {"obs": obs}, eps, cfg, torch.Generator())
+    assert torch.equal(plain, torch.full((n, 1), eps))
+    lr = cfg.step_size * eps
+    noisy_cfg = AttackConfig(**{**cfg.__dict__, "sgld_beta": 2.0 / (4.0 * lr)})
+    gen = torch.Generator().manual_seed(5)
+    noisy = gradient_ascent(_linear(torch.ones(1)), obs, {"obs": obs}, eps, noisy_cfg, gen)
+    draws = torch.randn((n, 1), generator=torch.Generator().manual_seed(5)) * 2.0
+    expected = torch.where(1.0 + draws > 0, eps, 0.0)
+    assert torch.equal(noisy, expected)
+    assert 0.2 < float((noisy == 0).float().mean()) < 0.4  # P(N(0, 4) < -1) = 0.309
+
+
 def _linear(w):
     def objective(x, ctx):
         return (x - ctx["obs"]) @ w

@@ -1,15 +1,21 @@
-"""make_attacker: the accepted names, their properties, and clear errors for the rest."""
+"""make_attacker: the accepted names, their properties, and clear errors for the rest; users'
+own attackers (register_attacker)."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from robustsafe.attacks import (
     ATTACKER_NAMES,
     CRITIC_ATTACK_DEFAULTS,
     MAD_DEFAULTS,
     AttackConfig,
+    Attacker,
+    NoAttacker,
     make_attacker,
+    register_attacker,
+    registered_attackers,
 )
 
 
@@ -77,3 +83,71 @@ def test_settings_by_config_and_keywords():
         make_attacker("mc", threshold=1.0)
     with pytest.raises(ValueError, match="optimizer"):
         make_attacker("mc", optimizer="sgd")
+
+
+# ----------------------------------------------------------------------------- your own attackers
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """An empty registry of users' attackers for the test (the module's is process-wide)."""
+    from robustsafe.attacks import registry as module
+
+    monkeypatch.setattr(module, "_registered", {})
+    return module
+
+
+class _Shift(Attacker):
+    """u = epsilon in every coordinate."""
+
+    def perturbation(self, actor, critics, obs, epsilon, generator, scale):
+        return torch.full_like(obs, epsilon)
+
+
+def test_a_registered_attacker_is_built_by_name_and_recorded_under_it(registry):
+    register_attacker("shift", _Shift)
+    assert registered_attackers() == ("shift",)
+    attacker = make_attacker("shift")
+    assert isinstance(attacker, _Shift) and attacker.name == "shift"
+    obs = torch.zeros(3, 4)
+    out = attacker(None, None, obs, 0.1, torch.Generator())
+    assert torch.allclose(out, torch.full((3, 4), 0.1))
+    with pytest.raises(TypeError, match="its factory's"):
+        make_attacker("shift", steps=3)  # the built-ins' settings are not a registered one's
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("mc", "paper's attackers"),
+        ("mix:0.5", "lower-case"),
+        ("mixed", "paper's attackers"),
+        ("Shift", "lower-case"),
+        ("a,b", "lower-case"),
+        ("", "lower-case"),
+        (3, "lower-case"),
+    ],
+)
+def test_a_name_that_would_be_ambiguous_is_refused(registry, name, words):
+    with pytest.raises(ValueError, match=words):
+        register_attacker(name, _Shift)
+    assert registered_attackers() == ()
+
+
+def test_a_name_is_registered_once_unless_replaced(registry):
+    register_attacker("shift", _Shift)
+    with pytest.raises(ValueError, match="registered already"):
+        register_attacker("shift", NoAttacker)
+    register_attacker("shift", NoAttacker, replace=True)
+    assert isinstance(make_attacker("shift"), NoAttacker)
+
+
+def test_a_factory_that_fails_or_returns_no_attacker_is_a_clear_error(registry):
+    register_attacker("broken", lambda: 1 / 0)
+    register_attacker("wrong", lambda: "mc")
+    with pytest.raises(ValueError, match="broken.*ZeroDivisionError"):
+        make_attacker("broken")
+    with pytest.raises(TypeError, match="not an Attacker"):
+        make_attacker("wrong")
+    with pytest.raises(ValueError, match="registered: broken, wrong"):
+        make_attacker("nosuch")

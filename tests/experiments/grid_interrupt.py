@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from robustsafe.train import run_status
+from robustsafe.rundir import run_status
 
 
 def epoch_of(run_dir: Path) -> int:

@@ -25,8 +25,7 @@ from robustsafe.experiments.grid import (
 )
 from robustsafe.experiments.table_format import format_csv, write_tables
 from robustsafe.presets import resolve
-from robustsafe.rundir import check_fresh
-from robustsafe.train import load_run_config, run_status
+from robustsafe.rundir import check_fresh, load_run_config, run_status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOY = "tests.experiments.toy_env:RobustSafeGridToy-v0"

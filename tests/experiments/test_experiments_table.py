@@ -175,7 +175,7 @@ def test_marks_the_two_lowest_costs_per_column_ties_to_higher_reward(tmp_path):
 def test_failing_agents_are_starred_and_never_marked(tmp_path):
     write_eval(tmp_path, "vanilla", 0, uniform(100.0, 5.0))
     write_eval(tmp_path, "sa-mr", 0, uniform(29.0, 0.0))  # < 30% of 100: failing
-    write_eval(tmp_path, "sa-mc", 0, uniform(31.0, 1.0))  # >= 30%: not failing
+    write_eval(tmp_path, "sa-mc", 0, uniform(30.0, 1.0))  # exactly 30%: not failing
     write_eval(tmp_path, "adv-mc", 0, uniform(90.0, 2.0))
     table = collect_table(tmp_path)
     assert row(table, "sa-mr").failing and row(table, "sa-mr").label == "SA-PPOL(MR)*"
@@ -431,7 +431,7 @@ def test_a_late_failure_leaves_every_table_file_as_it_was(tmp_path, capsys, monk
 def test_a_fifo_named_eval_json_is_refused_not_waited_on(tmp_path):
     import signal
 
-    from robustsafe.experiments.eval_files import read_json
+    from robustsafe.files import read_json
 
     fifo = tmp_path / "eval.json"
     os.mkfifo(fifo)
@@ -558,3 +558,17 @@ def test_the_legends_name_each_learners_own_reference(tmp_path):
     text = format_markdown(learner_table(table, "focops"))
     assert "below 30% of its learner's vanilla agent's" in text
     assert "lowest-cost agents of each env and learner per column" in text
+
+
+def test_a_users_own_attacker_is_named_in_a_note_not_pooled_into_a_column(tmp_path):
+    # An eval.json with an attacker of the user's (register_attacker) beside the paper's: the
+    # columns and the Average are the paper's attackers' alone, and a note names it.
+    results = uniform(100.0, 1.0)
+    results["fgsm-mc"] = [(50.0, 90.0)] * 2
+    results["mix:0.5"] = [(60.0, 80.0)] * 2  # the appendix's: no note
+    write_eval(tmp_path, "vanilla", 0, results)
+    table = collect_table(tmp_path)
+    vanilla = row(table, "vanilla")
+    assert vanilla.cells["average"].cost_mean == 1.0 and vanilla.cells["mc"].cost_mean == 1.0
+    own = [n for n in table.notes if "not the paper's" in n]
+    assert len(own) == 1 and "(fgsm-mc)" in own[0] and "mix" not in own[0]

@@ -34,7 +34,7 @@ from robustsafe.experiments.grid import (  # noqa: E402
     run_grid,
 )
 from robustsafe.experiments.ray_launcher import WORKDIR_ENV  # noqa: E402
-from robustsafe.train import run_status  # noqa: E402
+from robustsafe.rundir import run_status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOY = "tests.experiments.toy_env:RobustSafeGridToy-v0"

@@ -14,7 +14,7 @@ from robustsafe.cli import main
 from robustsafe.learners.ppo_lag import PPOLagrangian
 from robustsafe.learners.sac_lag import SACLagrangian
 from robustsafe.nets import all_finite
-from robustsafe.train import run_status
+from robustsafe.rundir import run_status
 
 # SAC-Lagrangian on 40-step epochs: 4 chunks of 10 transitions, 5 gradient steps per chunk from
 # the second chunk of epoch 1 on: 15 updates in epoch 1.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_train, one_line_error
 
-from robustsafe.train import run_status
+from robustsafe.rundir import run_status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GRID_TOY = "tests.experiments.toy_env:RobustSafeGridToy-v0"

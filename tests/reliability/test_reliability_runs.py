@@ -12,14 +12,21 @@ import pytest
 import torch
 import yaml
 from conftest import TOY, cli_train, one_line_error
-from tiny_config import tiny_config
+from tiny_config import WalkToy, register_toy, tiny_config
 
 from robustsafe.agent import load_agent
 from robustsafe.cli import main
 from robustsafe.config import TrainConfig
-from robustsafe.rundir import read_timings, record_timing, with_settings_of_its_time
+from robustsafe.pid import PIDConfig
+from robustsafe.rundir import (
+    load_run_config,
+    read_timings,
+    record_timing,
+    run_status,
+    with_settings_of_its_time,
+)
 from robustsafe.runstate import load_state, save_state
-from robustsafe.train import load_run_config, run_status, train
+from robustsafe.train import train
 
 
 def _tiny(env_id: str, **kw) -> TrainConfig:
@@ -70,6 +77,26 @@ def test_resumed_run_ends_with_the_same_parameters(tmp_path, toy_env_id, obs_nor
     assert torch.equal(full, resumed)
     assert _epochs(tmp_path / "cut") == [1, 2, 3, 4]
     assert not list((tmp_path / "cut").rglob("*.tmp"))
+
+
+class _CostEveryStep(WalkToy):
+    def cost(self, x: float) -> float:
+        return 1.0
+
+
+def test_a_resume_restores_the_cost_multiplier_it_had(tmp_path):
+    """The resume test above never pays a cost, so its multiplier stays 0 with or without its
+    state. Here each env finishes one 20-step episode of cost 20 per epoch against a limit of
+    5: the PID's integral gains 15 each epoch, 60 after 4, and a resume must carry it on."""
+    env_id = register_toy("RobustSafeToyCostEveryStep-v0", _CostEveryStep, 20)
+    cfg = _tiny(env_id, epochs=4, pid=PIDConfig(cost_limit=5.0))
+    full = train(cfg, tmp_path / "full", progress=False)
+    train(cfg, tmp_path / "cut", progress=False, stop_after_epoch=2)
+    cut = train(cfg, tmp_path / "cut", resume=True, progress=False)
+    pid_full = load_state(full / "state.pt")["learner"]["pid"]
+    assert pid_full["integral"] == pytest.approx(60.0)
+    assert load_state(cut / "state.pt")["learner"]["pid"] == pid_full
+    assert torch.equal(_params(full), _params(cut))
 
 
 @pytest.mark.slow

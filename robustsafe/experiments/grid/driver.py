@@ -372,7 +372,7 @@ def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) 
 
 def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
     """The evaluation of a run, at the epsilon of its own config.yaml."""
-    from robustsafe.train import load_run_config
+    from robustsafe.rundir import load_run_config
 
     try:
         plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
@@ -444,7 +444,7 @@ def _seconds_to_last_save(run_dir: Path, started: str) -> float | None:
 
 
 def _epochs_done(run_dir: Path) -> int:
-    from robustsafe.train import run_status
+    from robustsafe.rundir import run_status
 
     try:
         status = run_status(run_dir)
@@ -455,7 +455,7 @@ def _epochs_done(run_dir: Path) -> int:
 
 def _extra_jobs(spec: GridSpec, index: int, plan: PlannedRun) -> list[_Job]:
     """The extra evaluations of a run, at the epsilon of its own config.yaml."""
-    from robustsafe.train import load_run_config
+    from robustsafe.rundir import load_run_config
 
     if not plan.extra:
         return []

@@ -18,8 +18,8 @@ from robustsafe.experiments.grid.spec import (
     TrainStatus,
     resolve_train_config,
 )
+from robustsafe.files import read_text_file
 from robustsafe.rundir import RESUME_MAY_CHANGE, flat_settings
-from robustsafe.runstate import read_text_file
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str = "ppo
 
 
 def _plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str) -> PlannedRun:
-    from robustsafe.train import load_run_config, run_status
+    from robustsafe.rundir import load_run_config, run_status
 
     run = spec.run_dir(env_id, mode, seed, algo)
     wanted = resolve_train_config(spec, env_id, mode, seed, algo)
