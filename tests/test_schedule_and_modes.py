@@ -296,10 +296,9 @@ def test_sa_regularizer_compares_with_the_current_policy(toy_env_id):
     assert float(loss.detach()) > 0.0 and actor.log_std.grad is None
 
 
-@pytest.mark.parametrize("form", ["mse", "kl"])
-def test_sa_regularizer_forms_against_hand_computed_values(toy_env_id, form):
-    # A fixed "attacker" s_adv = s + 0.1 on a linear actor with zero weights except
-    # W[0, 0] = 2: the pre-sigmoid outputs differ by 0.2 in action 0 only.
+def _shifted_sa_hooks(env_id: str, form: str):
+    """SA-PPOL's hooks (beta 0.5) with a fixed "attacker" s_adv = s + 0.1, on a linear actor with
+    zero weights except W[0, 0] = 2 (mu_0 = -1 + 2 sigmoid(2 s_0), mu_1 = 0)."""
     from robustsafe.robust import RobustHooks
 
     robust = RobustConfig(mode="sa-mad", epsilon=0.1, sa_beta=0.5, sa_regularizer=form)
@@ -308,8 +307,15 @@ def test_sa_regularizer_forms_against_hand_computed_values(toy_env_id, form):
         actor.net[0].weight.zero_()
         actor.net[0].bias.zero_()
         actor.net[0].weight[0, 0] = 2.0
-    hooks = RobustHooks(TrainConfig(env_id=toy_env_id, robust=robust), actor, None, None)
+    hooks = RobustHooks(TrainConfig(env_id=env_id, robust=robust), actor, None, None)
     hooks.attacker = lambda actor, critics, obs, eps, gen: obs + 0.1
+    return hooks, actor
+
+
+@pytest.mark.parametrize("form", ["mse", "kl"])
+def test_sa_regularizer_forms_against_hand_computed_values(toy_env_id, form):
+    # The pre-sigmoid outputs differ by 0.2 in action 0 only.
+    hooks, actor = _shifted_sa_hooks(toy_env_id, form)
     obs = torch.zeros(4, 3)
     loss = float(hooks.sa_regularizer(obs)(actor, torch.arange(4)).detach())
     # mu_0 = -1 + 2 sigmoid(x): clean x = 0 -> 0; adversarial x = 0.2 -> 2 sigmoid(0.2) - 1
@@ -329,16 +335,7 @@ def test_sa_regularizer_takes_the_minibatch_rows_and_no_gradient_through_the_cle
     # loss = 0.5 mean_v (mu(v + 0.1) - mu(v))^2 over v in {1, 3}, and its gradient in W[0, 0]
     # flows through the adversarial mean only (the clean mean is a constant, Algorithm 1):
     # 0.5 mean_v 2 (mu(v + 0.1) - mu(v)) 2 sigmoid'(2 (v + 0.1)) (v + 0.1).
-    from robustsafe.robust import RobustHooks
-
-    robust = RobustConfig(mode="sa-mad", epsilon=0.1, sa_beta=0.5)
-    actor = GaussianActor(3, 2, ())
-    with torch.no_grad():
-        actor.net[0].weight.zero_()
-        actor.net[0].bias.zero_()
-        actor.net[0].weight[0, 0] = 2.0
-    hooks = RobustHooks(TrainConfig(env_id=toy_env_id, robust=robust), actor, None, None)
-    hooks.attacker = lambda actor, critics, obs, eps, gen: obs + 0.1
+    hooks, actor = _shifted_sa_hooks(toy_env_id, "mse")
     obs = torch.zeros(4, 3)
     obs[:, 0] = torch.tensor([0.0, 1.0, 2.0, 3.0])
     loss = hooks.sa_regularizer(obs)(actor, torch.tensor([1, 3]))
