@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from robustsafe.experiments.appendix import APPENDIX_ATTACKS
+from robustsafe.experiments.grid.spec import APPENDIX_ATTACKS
 from robustsafe.experiments.xi_sweep import DEFAULT_XIS
 from robustsafe.rundir import load_run_config
 

@@ -18,9 +18,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from robustsafe.experiments.appendix import APPENDIX_ATTACKS
 from robustsafe.experiments.compute import run_cost
-from robustsafe.experiments.grid import GridSpec, plan_grid
+from robustsafe.experiments.grid import APPENDIX_ATTACKS, GridSpec, plan_grid
 from robustsafe.experiments.xi_sweep import DEFAULT_XIS
 
 TASKS = (

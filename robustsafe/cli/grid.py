@@ -29,8 +29,8 @@ _APPENDIX_OPTIONS = ("--appendix", "--appendix-attacks", "--xi-sweep")
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
-    from robustsafe.experiments.appendix import APPENDIX_ATTACKS
     from robustsafe.experiments.grid import (
+        APPENDIX_ATTACKS,
         GridSpec,
         format_plan,
         format_results,

@@ -6,9 +6,13 @@
   ``eval.json`` files of a directory tree, read by ``robustsafe.experiments.eval_files``, its rows
   named and ordered by ``robustsafe.experiments.names``), and
   ``robustsafe.experiments.table_format``: ``format_markdown``, ``write_tables``.
-- ``robustsafe.experiments.appendix``: ``write_appendix`` (the appendix's Random/MAD/Average,
-  minimum-reward and MC/MR mixture tables), ``robustsafe.experiments.xi_sweep`` (AMAD over xi)
-  and ``robustsafe.experiments.figures`` (its figure against MAD).
+- ``robustsafe.experiments.appendix``: ``write_appendix`` (every appendix file: the
+  Random/MAD/Average table, the other learners' tables, and those of the modules below), with
+  ``robustsafe.experiments.appendix_runs`` (the runs the minr and mix tables read),
+  ``robustsafe.experiments.minr_table`` (the minimum-reward table),
+  ``robustsafe.experiments.mix_table`` (the MC/MR mixture table),
+  ``robustsafe.experiments.xi_sweep`` (AMAD over xi) and ``robustsafe.experiments.figures``
+  (its figure against MAD, and the mixture figure).
 
 The submodules are imported on demand (``from robustsafe.experiments.grid import run_grid``),
 so importing this package costs nothing.

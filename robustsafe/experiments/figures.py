@@ -12,7 +12,7 @@ series: one line per env, method, attacker and xi).
 Also the mixture figure "Reward and cost of mixture attackers of MC and MR" (appendix C.9,
 Figure 5, ``fig:mix-mcmr``): ``write_mix_figure`` plots reward and cost against the weight w of
 ``mix:w`` (w x MC + (1 - w) x MR; w = 1 is MC, 0 is MR) per method, with the same lines and
-bands, from the runs ``robustsafe.experiments.appendix.build_mix_table`` tables.
+bands, from the runs ``robustsafe.experiments.mix_table.build_mix_table`` tables.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from robustsafe.experiments.appendix_runs import group_by_method
 from robustsafe.experiments.eval_files import EvalFile
+from robustsafe.experiments.mix_table import build_mix_table, mix_source
 from robustsafe.experiments.names import env_key, method_key, method_name
 from robustsafe.experiments.xi_sweep import XiSweep
 from robustsafe.figure_files import save_figure
@@ -210,16 +212,14 @@ def write_xi_figure(sweeps: Sequence[XiSweep], out_prefix: str | Path) -> list[P
 def mix_series(files: Sequence[EvalFile]) -> list[SeriesPoint]:
     """The mixture figure's points: per (env, method) of the mix table, one per weight w (in
     ``SeriesPoint.xi``), from MC's side (w = 1) to MR's (w = 0)."""
-    from robustsafe.experiments.appendix import _groups, _mix_source, build_mix_table
-
     rows, columns, _ = build_mix_table(files)
-    groups = _groups(files)
+    groups = group_by_method(files)
     points = []
     for r in rows:
         members = groups[(r.env_id, r.mode)]
         eps = math.nan if r.epsilon is None else r.epsilon
         for weight in columns:
-            runs = [f.episodes[a] for f in members if (a := _mix_source(f, weight)) is not None]
+            runs = [f.episodes[a] for f in members if (a := mix_source(f, weight)) is not None]
             if runs:
                 points.append(_point(r.env_id, r.mode, r.sources[weight], weight, eps, runs))
     return points

@@ -12,14 +12,11 @@ from pathlib import Path
 import pytest
 
 from robustsafe.cli import main
-from robustsafe.experiments.appendix import (
-    build_minr_table,
-    build_mix_table,
-    collect_runs,
-    format_minr_markdown,
-    write_appendix,
-)
+from robustsafe.experiments.appendix import write_appendix
+from robustsafe.experiments.appendix_runs import collect_appendix_runs
 from robustsafe.experiments.figures import xi_series
+from robustsafe.experiments.minr_table import build_minr_table, format_minr_markdown
+from robustsafe.experiments.mix_table import build_mix_table
 from robustsafe.experiments.table import collect_table
 from robustsafe.experiments.table_format import format_markdown
 from robustsafe.experiments.xi_sweep import (
@@ -129,7 +126,7 @@ def test_minr_table_pools_seeds_and_reports_the_change_from_natural(tmp_path):
         name="eval-appendix.json",
     )
     write_eval(tmp_path, "adv-mc", 0, table1())  # no minr: no row
-    files, notes = collect_runs(tmp_path)
+    files, notes = collect_appendix_runs(tmp_path)
     assert not notes and len(files) == 3
     rows, _ = build_minr_table(files)
     assert [(r.env_id, r.mode) for r in rows] == [(ENV, "vanilla")]
@@ -161,7 +158,7 @@ def test_minr_table_refuses_seeds_at_different_epsilons(tmp_path):
         write_eval(
             tmp_path, "vanilla", seed, [("none", [(1.0, 0.0)]), ("minr", [(1.0, 0.0)])], eps=eps
         )
-    files, _ = collect_runs(tmp_path)
+    files, _ = collect_appendix_runs(tmp_path)
     with pytest.raises(ValueError, match="different epsilons"):
         build_minr_table(files)
 
@@ -172,7 +169,7 @@ def test_an_appendix_file_of_another_run_is_left_out_with_a_note(tmp_path):
     data = json.loads(path.read_text())
     data["train_seed"] = 7
     path.write_text(json.dumps(data))
-    files, notes = collect_runs(tmp_path)
+    files, notes = collect_appendix_runs(tmp_path)
     assert files == [] and "not evaluations of the same run" in notes[0]
 
 
@@ -200,7 +197,7 @@ def test_mix_table_columns_from_mc_side_to_mr_side(tmp_path):
     )
     write_eval(tmp_path, "adv-mc", 1, [("none", [(9.0, 0.0)]), ("mix:0.75", [(7.0, 70.0)])])
     write_eval(tmp_path, "vanilla", 0, table1())  # no mix:W: no row
-    files, _ = collect_runs(tmp_path)
+    files, _ = collect_appendix_runs(tmp_path)
     rows, columns, notes = build_mix_table(files)
     assert columns == [1.0, 0.75, 0.5, 0.25, 0.0]
     assert [r.mode for r in rows] == ["adv-mc"]
@@ -242,7 +239,7 @@ def test_mix_table_columns_from_mc_side_to_mr_side(tmp_path):
         [("none", [(9.0, 0.0)]), ("mix:1", [(11.0, 111.0)]), ("mix:0.75", [(3.0, 30.0)])],
         name="eval-appendix.json",
     )
-    rows, _, _ = build_mix_table(collect_runs(tmp_path)[0])
+    rows, _, _ = build_mix_table(collect_appendix_runs(tmp_path)[0])
     assert rows[0].sources[1.0] == "mix:1" and rows[0].cells[1.0].cost_mean == 111.0
 
 
@@ -402,11 +399,11 @@ def test_an_appendix_evaluation_of_another_agent_or_episodes_is_left_out(
     data = json.loads(extra.read_text())
     data["actions"] = "deterministic (E[clip(a)], the expected executed action)"
     extra.write_text(json.dumps(data))
-    (merged,), notes = collect_runs(tmp_path)  # the same agent and episodes: merged
+    (merged,), notes = collect_appendix_runs(tmp_path)  # the same agent and episodes: merged
     assert not notes and "mix:0.5" in merged.episodes and "mc" in merged.episodes
     data[field] = value
     extra.write_text(json.dumps(data))
-    files, notes = collect_runs(tmp_path)
+    files, notes = collect_appendix_runs(tmp_path)
     assert files == []
     (note,) = notes
     assert words in note and "not the same agent on the same episodes" in note

@@ -66,8 +66,8 @@ def test_every_name_of_the_grid_is_importable_from_robustsafe_experiments_grid()
     callers import them from."""
     import robustsafe.experiments.grid as grid
 
-    names = """BACKENDS DEFAULT_ATTACKS LOG_TAIL_LINES MAX_LOST Action EvalStatus GridSpec
-    PlannedRun RunResult TrainArgs TrainStatus check_envs env_dir_name evaluate_command
+    names = """APPENDIX_ATTACKS BACKENDS DEFAULT_ATTACKS LOG_TAIL_LINES MAX_LOST Action EvalStatus
+    GridSpec PlannedRun RunResult TrainArgs TrainStatus check_envs env_dir_name evaluate_command
     evaluation_is_current expected_attacks extra_command extra_evaluation_is_current
     extra_evaluations format_plan format_results parse_train_args plan_grid plan_run
     resolve_train_config run_grid train_command""".split()

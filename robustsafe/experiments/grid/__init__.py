@@ -79,6 +79,7 @@ from robustsafe.experiments.grid.plan import (
     plan_run,
 )
 from robustsafe.experiments.grid.spec import (
+    APPENDIX_ATTACKS,
     BACKENDS,
     DEFAULT_ATTACKS,
     Action,
@@ -93,6 +94,7 @@ from robustsafe.experiments.grid.spec import (
 )
 
 __all__ = [
+    "APPENDIX_ATTACKS",
     "Action",
     "BACKENDS",
     "DEFAULT_ATTACKS",

@@ -200,7 +200,7 @@ def plan_grid(spec: GridSpec) -> list[PlannedRun]:
 def extra_evaluations(spec: GridSpec, mode: str) -> list[str]:
     """The extra evaluation files of a run of ``mode``: ``eval-appendix.json`` (the appendix's
     attackers) and ``eval-xi.json`` (AMAD over xi), as the spec asks."""
-    from robustsafe.experiments.appendix import APPENDIX_EVAL_NAME
+    from robustsafe.experiments.appendix_runs import APPENDIX_EVAL_NAME
     from robustsafe.experiments.xi_sweep import XI_EVAL_NAME
 
     out = []

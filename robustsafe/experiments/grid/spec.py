@@ -15,6 +15,10 @@ from robustsafe.config import TrainConfig, check_mode, spelling_key, split_algo
 from robustsafe.presets import PRESETS, resolve
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
+# the extra attackers of ``robustsafe grid --appendix`` (``GridSpec.appendix_attacks``, for
+# the runs of ``GridSpec.appendix_modes``): the paper's minimum-reward and mixture tables
+# (``robustsafe.experiments.minr_table`` and ``mix_table``)
+APPENDIX_ATTACKS: tuple[str, ...] = ("minr", "mix:0.25", "mix:0.5", "mix:0.75")
 BACKENDS = ("local", "ray")
 
 Action = Literal["train", "resume", "skip"]
