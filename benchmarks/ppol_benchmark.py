@@ -42,8 +42,9 @@ from speed_common import machine as _machine  # noqa: E402
 
 LOAD_AT_START = load_average()
 
-from robustsafe.config import ALGOS, apply_sets  # noqa: E402
+from robustsafe.choices import ALGOS  # noqa: E402
 from robustsafe.presets import preset  # noqa: E402
+from robustsafe.settings_io import apply_sets  # noqa: E402
 
 # The env workers (spawned processes) import this file again as __mp_main__, the user's script's
 # way: they need none of the training's imports, which would cost each of them torch's start-up

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from robustsafe.experiments import runs_table
 from robustsafe.files import read_yaml
+from robustsafe.settings_io import to_dict
 
 LAST = 10
 COPIED = ("config.yaml", "metrics.csv")  # each run's files copied to --out/<run>/
@@ -57,7 +58,6 @@ def training_summary(run: Path) -> dict[str, float]:
 
 def settings(run: Path) -> str:
     """The run's settings that differ from its preset (what the calibration varies)."""
-    from robustsafe.config import to_dict
     from robustsafe.presets import preset
 
     cfg = read_yaml(run / "config.yaml")

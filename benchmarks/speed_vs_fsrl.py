@@ -47,7 +47,7 @@ NAMES = {"ppol": "PPO-Lagrangian", "focops": "FOCOPS", "sac-lag": "SAC-Lagrangia
 def our_algos(python: str) -> tuple[str, ...]:
     """The learners of this checkout's ``robustsafe train --algo``."""
     out = subprocess.run(
-        [python, "-c", "from robustsafe.config import ALGOS; print(' '.join(ALGOS))"],
+        [python, "-c", "from robustsafe.choices import ALGOS; print(' '.join(ALGOS))"],
         capture_output=True,
         text=True,
         env=ours_env(),
@@ -76,7 +76,7 @@ def our_epochs(
     with the ``sets`` overrides, and the epochs that reach ``max_env_steps`` (at most the
     preset's)."""
     code = (
-        "from robustsafe.config import apply_sets; from robustsafe.presets import preset; "
+        "from robustsafe.settings_io import apply_sets; from robustsafe.presets import preset; "
         f"c = apply_sets(preset('{ENV}', 'fast', algo='{learner}'), {list(sets or [])!r}); "
         "print(c.steps_per_epoch, c.epochs, max(1, c.checkpoint_every))"
     )

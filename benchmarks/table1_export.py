@@ -32,8 +32,8 @@ import json
 import shutil
 from pathlib import Path
 
+from robustsafe.choices import OFF_POLICY_ALGOS
 from robustsafe.cli._common import DETERMINISTIC_LABELS, SQUASHED_LABEL
-from robustsafe.config import OFF_POLICY_ALGOS
 from robustsafe.experiments.table import collect_table
 from robustsafe.experiments.table_format import format_markdown, write_tables
 from robustsafe.files import read_yaml, write_json_atomic

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from robustsafe.config import OFF_POLICY_ALGOS, TrainConfig, from_dict, to_dict
+from robustsafe.choices import OFF_POLICY_ALGOS
+from robustsafe.config import TrainConfig
 from robustsafe.critics import QCritics
 from robustsafe.nets import (
     GaussianActor,
@@ -22,6 +23,7 @@ from robustsafe.nets import (
     all_finite,
 )
 from robustsafe.runstate import atomic_torch_save, first_line, load_tagged
+from robustsafe.settings_io import from_dict, to_dict
 
 AGENT_FORMAT = "robustsafe-agent"
 AGENT_VERSION = 1

@@ -33,7 +33,7 @@ import torch
 
 from robustsafe.agent import Agent
 from robustsafe.attacks.rng import RowGenerators, episode_generator
-from robustsafe.config import unique_entries
+from robustsafe.choices import unique_entries
 from robustsafe.envs import VectorEnv, episode_seed
 
 # (agent, observations, one random generator per row) -> the observations the agent sees

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from robustsafe.config import DETERMINISTIC_ACTIONS
+from robustsafe.choices import DETERMINISTIC_ACTIONS
 
 
 class ObsNormalizer(nn.Module):

@@ -25,21 +25,17 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from robustsafe.choices import OFF_POLICY_ALGOS, check_algo, check_mode
 from robustsafe.config import (
-    OFF_POLICY_ALGOS,
     CVPOConfig,
     FOCOPSConfig,
     PPOLagConfig,
     RobustConfig,
     SACLagConfig,
     TrainConfig,
-    check_algo,
-    check_mode,
-    checked_config,
-    merge_sets,
-    to_dict,
 )
 from robustsafe.pid import PIDConfig
+from robustsafe.settings_io import checked_config, merge_sets, to_dict
 
 # ----------------------------------------------------------------------------- presets
 

@@ -27,9 +27,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from robustsafe.config import NAMING_SETTINGS, TrainConfig, from_dict, to_dict
+from robustsafe.config import TrainConfig
 from robustsafe.files import read_text_file, read_yaml, write_text_atomic
 from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state
+from robustsafe.settings_io import NAMING_SETTINGS, flat_settings, from_dict
 
 
 def load_run_config(run_dir: Path) -> TrainConfig:
@@ -386,21 +387,6 @@ def resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
         )
     check_metrics(out / "metrics.csv", done, force)
     return replace(saved, epochs=cfg.epochs, workers=cfg.workers)
-
-
-def flat_settings(cfg: TrainConfig) -> dict[str, Any]:
-    """Every setting of ``cfg`` under its dotted key (``ppo.actor_lr``)."""
-
-    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-        items: dict[str, Any] = {}
-        for k, v in d.items():
-            if isinstance(v, dict):
-                items.update(flat(v, f"{prefix}{k}."))
-            else:
-                items[f"{prefix}{k}"] = v
-        return items
-
-    return flat(to_dict(cfg))
 
 
 def config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:

@@ -26,7 +26,8 @@ import torch
 import yaml
 
 from robustsafe.agent import build_networks, save_agent
-from robustsafe.config import OFF_POLICY_ALGOS, TrainConfig, to_dict
+from robustsafe.choices import OFF_POLICY_ALGOS
+from robustsafe.config import TrainConfig
 from robustsafe.critics import CriticTrainer, QCritics
 from robustsafe.envs import BULLET_IDS, VectorEnv
 from robustsafe.files import write_text_atomic
@@ -40,7 +41,6 @@ from robustsafe.rundir import (
     MetricsCSV,
     check_fresh,
     check_resumable,
-    flat_settings,
     remove_run_files,
     resume_config,
 )
@@ -53,6 +53,7 @@ from robustsafe.runstate import (
     save_state,
 )
 from robustsafe.schedule import epsilon_at
+from robustsafe.settings_io import flat_settings, to_dict
 
 __all__ = ["train"]
 

@@ -14,6 +14,7 @@ import torch
 from tiny_config import ROBUST_CLI, TINY_CLI, agent_params, cli_train, full_and_resumed
 
 from robustsafe.agent import load_agent
+from robustsafe.config import PPOLagConfig
 from robustsafe.runstate import load_state
 
 # Each learner's tiny settings (its passes cut to 2) and the option's name.
@@ -88,8 +89,6 @@ def _live_actor(run: Path) -> torch.Tensor:
 
 
 def test_the_option_is_validated_and_the_script_refuses_other_learners(tmp_path, monkeypatch):
-    from robustsafe.config import PPOLagConfig
-
     with pytest.raises(ValueError, match=r"actor_average must be in \[0, 1\)"):
         PPOLagConfig(actor_average=1.0)
     run = tmp_path / "sac"

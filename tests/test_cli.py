@@ -8,6 +8,7 @@ from tiny_config import tiny_config
 
 from robustsafe.agent import load_agent, save_agent
 from robustsafe.cli import main
+from robustsafe.config import RobustConfig
 from robustsafe.provenance import code_version
 from robustsafe.train import train
 
@@ -128,7 +129,6 @@ def test_agent_round_trip_keeps_every_network(toy_run, tmp_path):
 
 
 def test_evaluate_attacks_at_the_runs_budget_unless_told(tmp_path, toy_env_id):
-    from robustsafe.config import RobustConfig
     from robustsafe.presets import paper_epsilon
 
     run = train(

@@ -12,12 +12,13 @@ import pytest
 import yaml
 
 import robustsafe
+from robustsafe.choices import ALGOS
 from robustsafe.cli import build_parser, main
 from robustsafe.cli._common import CLIError
 from robustsafe.cli.train import DEFAULT_PRESET, train_settings
-from robustsafe.config import to_dict
 from robustsafe.presets import preset
 from robustsafe.rundir import load_run_config
+from robustsafe.settings_io import to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -487,9 +488,8 @@ def test_grid_dry_run_refuses_an_unimportable_env_module(tmp_path, capsys):
 
 def test_every_learner_has_its_words_in_train_help(capsys, monkeypatch):
     from robustsafe.cli.train import LEARNERS
-    from robustsafe.config import ALGOS
 
-    assert set(LEARNERS) == set(ALGOS)  # a new learner: its name in config.ALGOS, words here
+    assert set(LEARNERS) == set(ALGOS)  # a new learner: its name in choices.ALGOS, words here
     monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps at the terminal's width, hyphens too
     with pytest.raises(SystemExit):
         main(["train", "--help"])

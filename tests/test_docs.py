@@ -8,6 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from robustsafe.choices import ALGOS, check_mode
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
@@ -81,8 +83,6 @@ def test_zoo_has_one_directory_per_training_mode():
     """``zoo/<env>/<mode>`` for PPOL, ``zoo/<env>/<learner>-<mode>`` for the other learners (the
     grid's run-directory names); never a second name for the same agent (such as ppol)."""
     import yaml
-
-    from robustsafe.config import ALGOS, check_mode
 
     for agent in (ROOT / "zoo").glob("*/*/agent.pt"):
         name = agent.parent.name

@@ -12,7 +12,7 @@ import torch
 from torch.distributions import Normal, kl_divergence
 
 from robustsafe.buffers import Rollout
-from robustsafe.config import FOCOPSConfig
+from robustsafe.config import FOCOPSConfig, TrainConfig
 from robustsafe.learners.focops import FOCOPS, diagonal_gaussian_kl, focops_loss, nu_step
 from robustsafe.nets import GaussianActor, ValueCritic
 
@@ -232,7 +232,6 @@ def test_the_actor_average_follows_every_epoch_and_is_the_saved_policy():
 
 
 def test_make_learner_builds_the_configured_learner_behind_one_interface():
-    from robustsafe.config import TrainConfig
     from robustsafe.learners import OnPolicyLearner, PPOLagrangian, make_learner
 
     nets = (GaussianActor(3, 2, (8,)), ValueCritic(3, (8,)), ValueCritic(3, (8,)))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from robustsafe.agent import build_networks
-from robustsafe.config import TrainConfig
+from robustsafe.config import CriticConfig, PPOLagConfig, TrainConfig
 from robustsafe.learners import make_learner
 
 OBS, ACT = 5, 2
@@ -86,7 +86,6 @@ def test_value_critics_regress_the_returns_on_the_true_states_by_hand():
     dL/dw = 2 mean((V - ret) s):
       V_r: db = -4, dw = -(1 + 6) = -7  -> b 0.4, w 0.7
       V_c: db = -2, dw = -(0 + 4) = -4  -> b 0.2, w 0.4"""
-    from robustsafe.config import PPOLagConfig
     from robustsafe.learners.ppo_lag import PPOLagrangian
     from robustsafe.nets import GaussianActor, ValueCritic
     from robustsafe.pid import PIDConfig
@@ -115,7 +114,6 @@ def test_an_agents_critics_know_the_units_of_their_cost_values():
     """The attackers' critics (PPOL, FOCOPS) learn costs / ``critics.cost_scale``; SAC-Lag's and
     CVPO's own critics raw costs: the MC / MR mixture reads each in the same units."""
     from robustsafe.agent import build_networks
-    from robustsafe.config import CriticConfig, TrainConfig
 
     scales = {
         algo: build_networks(TrainConfig(algo=algo), 3, 2)[3].cost_scale

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from robustsafe.agent import build_networks
-from robustsafe.config import RobustConfig, TrainConfig
+from robustsafe.config import RobustConfig, SACLagConfig, TrainConfig
 from robustsafe.learners import make_learner
 from robustsafe.robust import RobustHooks
 
@@ -69,7 +69,6 @@ def test_sac_lag_scores_the_actions_of_the_view_at_the_true_states():
     """Q = 2 s for both critics (one linear layer on (s, a), weights (2, 0)), every true state
     1, the actor's view 1.5, learning rates too small to move anything: the actor's Q_r and Q_c
     are 2 x 1 = 2 (scored at the true state), not 2 x 1.5 = 3 (at the view)."""
-    from robustsafe.config import SACLagConfig
     from robustsafe.critics import QCritics
     from robustsafe.learners.sac_lag import SACLagrangian
     from robustsafe.nets import SquashedGaussianActor, ValueCritic

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from robustsafe.attacks import make_attacker
+from robustsafe.config import CriticConfig, TrainConfig
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
 from robustsafe.policy import (
@@ -124,7 +125,6 @@ def test_a_policy_returning_nan_actions_is_named_before_the_env_steps(toy_env_id
 
 def test_agent_predict_takes_float64_and_single_observations():
     from robustsafe.agent import build_networks
-    from robustsafe.config import TrainConfig
     from robustsafe.evaluate import PolicyAgent  # noqa: F401  (the public shim exists)
 
     cfg = TrainConfig()
@@ -287,7 +287,6 @@ def test_fit_policy_critics_learns_the_reward_of_the_action(toy_env_id):
     """On the toy walk the reward is the action itself, and nothing else the action does changes
     later rewards: for any state, Q_r(s, 0.5) - Q_r(s, -0.5) = 1. The fitted critic of a policy
     that stands still (exploring with std 0.5) says so; an unfitted one does not."""
-    from robustsafe.config import CriticConfig
     from robustsafe.fit_critics import fit_policy_critics
 
     still = nn.Sequential(nn.Linear(2, 1), nn.Tanh())

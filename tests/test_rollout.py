@@ -10,6 +10,7 @@ import torch
 from tiny_config import WalkToy, register_toy, tiny_config
 
 from robustsafe.agent import load_agent
+from robustsafe.config import RobustConfig, TrainConfig
 from robustsafe.envs import VectorEnv
 from robustsafe.nets import GaussianActor
 from robustsafe.pid import PIDConfig
@@ -155,7 +156,6 @@ def test_deterministic_action_is_the_expected_executed_action(toy_env_id):
 
 
 def test_mixed_rollouts_attack_only_the_first_envs(toy_env_id):
-    from robustsafe.config import RobustConfig, TrainConfig
     from robustsafe.robust import RobustHooks
 
     robust = RobustConfig(mode="random", epsilon=0.1, attacked_fraction=0.5, schedule="constant")
@@ -191,7 +191,6 @@ TOY = "RobustSafeToyCost-v0"
 
 
 def test_training_attacker_restarts_follow_the_setting(toy_env_id):
-    from robustsafe.config import RobustConfig, TrainConfig
     from robustsafe.robust import RobustHooks
 
     def hooks(mode="adv-mc", **kw):

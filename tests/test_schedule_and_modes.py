@@ -5,7 +5,8 @@ import pytest
 import torch
 from tiny_config import tiny_config
 
-from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig, check_mode
+from robustsafe.choices import check_mode
+from robustsafe.config import PPOLagConfig, RobustConfig, TrainConfig
 from robustsafe.critics import QCritics
 from robustsafe.nets import GaussianActor
 from robustsafe.presets import preset, resolve

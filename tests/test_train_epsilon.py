@@ -7,10 +7,11 @@ import torch
 from tiny_config import tiny_config
 
 from robustsafe.agent import build_networks, load_agent
-from robustsafe.config import RobustConfig, TrainConfig, apply_sets
+from robustsafe.config import RobustConfig, TrainConfig
 from robustsafe.robust import RobustHooks
 from robustsafe.rundir import train_metrics
 from robustsafe.schedule import drawn_fraction
+from robustsafe.settings_io import apply_sets
 from robustsafe.train import train
 
 OBS, ACT = 6, 2

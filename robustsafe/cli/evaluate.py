@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robustsafe.choices import DETERMINISTIC_ACTIONS
 from robustsafe.cli._common import (
     CLIError,
     _agent_eval_fields,
@@ -23,7 +24,6 @@ from robustsafe.cli._common import (
     sweep_prefix,
 )
 from robustsafe.cli.policy_source import _add_policy_options, _foreign_policy, _one_policy_source
-from robustsafe.config import DETERMINISTIC_ACTIONS
 from robustsafe.experiments.launchers import recorded_path
 from robustsafe.provenance import code_version
 

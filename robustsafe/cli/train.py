@@ -6,11 +6,13 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from robustsafe.choices import ALGOS
 from robustsafe.cli._common import CLIError, add_env_workers_option, check_env_module
-from robustsafe.config import TrainConfig, set_key
+from robustsafe.config import TrainConfig
 from robustsafe.experiments.launchers import recorded_path
 from robustsafe.presets import PRESETS, epochs_for_steps, resolve
 from robustsafe.rundir import dotted_setting, run_files_text
+from robustsafe.settings_io import apply_sets, merge_sets, set_key, to_dict
 
 # The --preset of train and grid when none is given: the quickstart's.
 DEFAULT_PRESET = "fast"
@@ -106,7 +108,6 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
                 )
             if file_sets:  # the file's own errors name the file (each setting on its own: the
                 # settings are checked together, with the options and --set, by resolve)
-                from robustsafe.config import merge_sets, to_dict
                 from robustsafe.presets import preset
 
                 base = preset(named["env"], named["preset"], mode=named["mode"], algo=named["algo"])
@@ -142,7 +143,6 @@ def _resume_conflicts(
 ) -> list[str]:
     """The options of a resume (and the values of its --config file) that ask for other
     settings than the run's saved ones."""
-    from robustsafe.config import apply_sets
 
     saved_values = {
         "env": saved.env_id,
@@ -186,7 +186,6 @@ def _resume_runtime(
 ) -> TrainConfig:
     """The saved settings with the env workers a resume asks for (``workers`` in the --config
     file, a ``--set``, then ``--env-workers``; the numbers do not depend on them)."""
-    from robustsafe.config import apply_sets
 
     items = [i for i in [*file_sets, *(args.set or [])] if set_key(i) == "workers"]
     if args.env_workers is not None:
@@ -194,9 +193,9 @@ def _resume_runtime(
     return apply_sets(cfg, items) if items else cfg
 
 
-# The learners of ``--algo``, in --help: every name of ``robustsafe.config.ALGOS`` (which is what
+# The learners of ``--algo``, in --help: every name of ``robustsafe.choices.ALGOS`` (which is what
 # train checks the name against) with a few words on it. A new learner: add its name to
-# ``config.ALGOS`` and its words here.
+# ``choices.ALGOS`` and its words here.
 LEARNERS = {
     "ppol": "PPO-Lagrangian, PID multiplier",
     "focops": "FOCOPS",
@@ -206,8 +205,6 @@ LEARNERS = {
 
 
 def add_train(sub: argparse._SubParsersAction) -> None:
-    from robustsafe.config import ALGOS
-
     d = _TRAIN_DEFAULTS
     t = sub.add_parser(
         "train",

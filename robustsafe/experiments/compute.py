@@ -58,7 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 
-from robustsafe.config import OFF_POLICY_ALGOS
+from robustsafe.choices import OFF_POLICY_ALGOS
 from robustsafe.experiments import compute_rates as rates
 
 

@@ -8,9 +8,8 @@ cvpo     CVPO, constrained variational policy optimisation (``cvpo``), the paper
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from robustsafe.config import OFF_POLICY_ALGOS
+from robustsafe.choices import OFF_POLICY_ALGOS
+from robustsafe.config import TrainConfig
 from robustsafe.critics import QCritics
 from robustsafe.learners.base import OffPolicyLearner, OnPolicyLearner
 from robustsafe.learners.cvpo import CVPO
@@ -18,9 +17,6 @@ from robustsafe.learners.focops import FOCOPS
 from robustsafe.learners.ppo_lag import PPOLagrangian
 from robustsafe.learners.sac_lag import SACLagrangian
 from robustsafe.nets import GaussianActor, ValueCritic
-
-if TYPE_CHECKING:
-    from robustsafe.config import TrainConfig
 
 __all__ = [
     "CVPO",

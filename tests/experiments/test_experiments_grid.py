@@ -13,7 +13,6 @@ import pytest
 import yaml
 from grid_interrupt import epoch_of, signal_after_two_epochs
 
-from robustsafe.config import to_dict
 from robustsafe.experiments.grid import (
     GridSpec,
     evaluation_is_current,
@@ -26,6 +25,7 @@ from robustsafe.experiments.grid import (
 from robustsafe.experiments.table_format import format_csv, write_tables
 from robustsafe.presets import resolve
 from robustsafe.rundir import check_fresh, load_run_config, run_status
+from robustsafe.settings_io import to_dict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOY = "tests.experiments.toy_env:RobustSafeGridToy-v0"

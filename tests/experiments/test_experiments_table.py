@@ -23,6 +23,7 @@ from robustsafe.experiments.table_format import (
     format_markdown,
     write_tables,
 )
+from robustsafe.settings_io import to_dict
 
 ENV = "SafetyCarRun-v0"
 ATTACKS = ("none", "random", "mad", "amad", "mc", "mr")
@@ -495,7 +496,6 @@ def test_what_a_method_pools_that_it_should_not_is_said(tmp_path):
     """Seeds of 50 and 5 episodes pooled 10:1; two seedless evaluations counted as 2 seeds;
     a run trained at another budget under "training and test budgets are the same": each
     passed without a word."""
-    from robustsafe.config import to_dict
     from robustsafe.experiments.table_format import format_markdown
     from robustsafe.presets import resolve
 

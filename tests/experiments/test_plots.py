@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from robustsafe.cli import main
-from robustsafe.config import to_dict
 from robustsafe.experiments import plots
 from robustsafe.presets import resolve
+from robustsafe.settings_io import to_dict
 
 ENV = "SafetyCarRun-v0"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from markdown_cells import markdown_tables
 from test_experiments_table import uniform, write_eval
 
+from robustsafe.config import TrainConfig
 from robustsafe.experiments.runs_table import (
     AVERAGED_ATTACKS,
     RunRow,
@@ -21,6 +22,7 @@ from robustsafe.experiments.runs_table import (
     format_runs_markdown,
     training_tail,
 )
+from robustsafe.settings_io import to_dict
 
 
 def write_metrics(run: Path, costs: list[str], returns: list[str] | None = None) -> None:
@@ -204,8 +206,6 @@ def test_the_code_column_names_the_commits_each_run_was_trained_with(tmp_path):
 
 def test_the_limit_falls_back_to_the_runs_config_when_the_evaluation_has_none(tmp_path):
     import yaml
-
-    from robustsafe.config import TrainConfig, to_dict
 
     costs = uniform(300.0, 0.0)
     costs["mr"] = [(300.0, 6.0), (300.0, 6.0)]  # worst 6.0

@@ -26,6 +26,7 @@ from robustsafe.rundir import (
     with_settings_of_its_time,
 )
 from robustsafe.runstate import load_state, save_state
+from robustsafe.settings_io import to_dict
 from robustsafe.train import train
 
 
@@ -386,8 +387,6 @@ def test_config_yaml_never_disagrees_with_the_state(cli_run):
 
 
 def _saved_config(run_dir, algo, sac):
-    from robustsafe.config import to_dict
-
     data = to_dict(TrainConfig(algo=algo))
     data["sac"] = sac(data["sac"])
     run_dir.mkdir()
@@ -417,8 +416,6 @@ def test_a_sac_run_saved_before_a_setting_existed_keeps_its_old_behaviour(tmp_pa
 
 
 def test_a_ppol_file_from_before_the_regulariser_setting_ran_sa_ppol_with_the_kl(tmp_path):
-    from robustsafe.config import to_dict
-
     data = to_dict(TrainConfig())
     del data["algo"]  # as the first run files were: PPO-Lagrangian the only learner
     del data["robust"]["sa_regularizer"]

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from conftest import TOY, cli_train, one_line_error
 
+from robustsafe.choices import spelling_key, unique_entries
 from robustsafe.cli import main
-from robustsafe.config import spelling_key, unique_entries
 from robustsafe.presets import resolve
 
 

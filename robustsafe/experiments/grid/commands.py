@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from robustsafe.config import set_key, split_algo
+from robustsafe.choices import split_algo
 from robustsafe.experiments.grid.plan import PlannedRun, expected_attacks
 from robustsafe.experiments.grid.spec import GridSpec
+from robustsafe.settings_io import set_key
 
 
 def train_command(spec: GridSpec, plan: PlannedRun) -> list[str]:

@@ -19,7 +19,8 @@ from robustsafe.experiments.grid.spec import (
     resolve_train_config,
 )
 from robustsafe.files import read_text_file
-from robustsafe.rundir import RESUME_MAY_CHANGE, flat_settings
+from robustsafe.rundir import RESUME_MAY_CHANGE
+from robustsafe.settings_io import flat_settings
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from robustsafe.config import TrainConfig, check_mode, spelling_key, split_algo
+from robustsafe.choices import check_mode, spelling_key, split_algo
+from robustsafe.config import TrainConfig
 from robustsafe.presets import PRESETS, resolve
 
 DEFAULT_ATTACKS: tuple[str, ...] = ("none", "random", "mad", "amad", "mc", "mr")
