@@ -11,6 +11,7 @@ encoding is generic: any new field made of these types round-trips without a cha
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import os
@@ -40,7 +41,11 @@ class StateFileError(ValueError):
 
 
 class RunLockedError(RuntimeError):
-    """Another live process is writing the run directory."""
+    """Another live process holds the lock (of a run directory, or of a grid's folder)."""
+
+    def __init__(self, message: str, owner: str = "unknown") -> None:
+        super().__init__(message)
+        self.owner = owner  # the holder's PID, as its lock file says
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -195,42 +200,47 @@ def clean_temp_files(run_dir: Path) -> list[Path]:
 
 
 @contextmanager
-def run_lock(run_dir: Path) -> Iterator[None]:
-    """Hold the exclusive lock of ``run_dir`` (file ``.lock``, holding the owner's PID).
+def run_lock(run_dir: Path, name: str = LOCK_NAME) -> Iterator[None]:
+    """Hold the exclusive lock of ``run_dir`` (file ``name``, holding the owner's PID; the
+    grid's folder uses ``.grid.lock``).
 
     The lock is an ``flock`` on that file: the kernel drops it when its owner dies, even by
-    ``kill -9``, so a stale lock (owner gone) is taken over without any cleanup. While the
-    owner lives, a second writer gets RunLockedError naming the owner's PID.
+    ``kill -9``, so a stale lock (owner gone) is taken over without any cleanup, and a PID
+    reused by another program holds nothing. While the owner lives, a second writer gets
+    RunLockedError naming the owner's PID. An error in flight is never replaced by one of
+    the lock's own (a folder turned read-only).
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(run_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        _lock_or_raise(fd, run_dir)
+        _lock_or_raise(fd, run_dir, name)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         try:
             yield
-        finally:
-            os.ftruncate(fd, 0)  # no PID: nobody holds it
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            raise
+        os.ftruncate(fd, 0)  # no PID: nobody holds it
     finally:
         os.close(fd)  # releases the flock
 
 
-def check_unlocked(run_dir: Path) -> None:
-    """RunLockedError if another process holds the lock of ``run_dir`` now (the lock is held
-    only for the check)."""
+def check_unlocked(run_dir: Path, name: str = LOCK_NAME) -> None:
+    """RunLockedError if another process holds the lock ``name`` of ``run_dir`` now (the lock
+    is held only for the check)."""
     try:
-        fd = os.open(run_dir / LOCK_NAME, os.O_RDWR)
+        fd = os.open(run_dir / name, os.O_RDWR)
     except OSError:
         return  # never locked (or no directory: the caller's next check says so)
     try:
-        _lock_or_raise(fd, run_dir)  # closing the file below releases it again
+        _lock_or_raise(fd, run_dir, name)  # closing the file below releases it again
     finally:
         os.close(fd)
 
 
-def _lock_or_raise(fd: int, run_dir: Path) -> None:
+def _lock_or_raise(fd: int, run_dir: Path, name: str) -> None:
     """Take the flock of the open lock file ``fd``; RunLockedError naming the owner if held."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -238,5 +248,6 @@ def _lock_or_raise(fd: int, run_dir: Path) -> None:
         owner = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
         raise RunLockedError(
             f"{run_dir} is being written by another process (PID {owner}, lock file "
-            f"{run_dir / LOCK_NAME}); wait for it to finish or stop it"
+            f"{run_dir / name}); wait for it to finish or stop it",
+            owner,
         ) from None

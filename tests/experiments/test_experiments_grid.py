@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
+import fcntl
 import json
 import os
 import sys
@@ -43,6 +45,28 @@ def importable_toy(monkeypatch):
     path = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT) + (os.pathsep + path if path else ""))
     monkeypatch.chdir(REPO_ROOT)
+
+
+@contextlib.contextmanager
+def held_lock(path: Path):
+    """Hold the flock of ``path`` with this process's PID in it, as a live grid does."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        yield
+
+
+def not_held(path: Path) -> bool:
+    """Whether nobody holds the flock of ``path`` (taken and dropped again to see)."""
+    with path.open("a") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+    return True
 
 
 def tiny_spec(out: Path, epochs: int, **kw) -> GridSpec:
@@ -201,9 +225,9 @@ def test_a_grid_held_by_another_starts_no_backend(tmp_path, importable_toy, monk
     monkeypatch.setattr(driver, "make_launcher", lambda *a: started.append(a))
     out = tmp_path / "g"
     out.mkdir()
-    (out / ".grid.lock").write_text(str(os.getpid()))  # a live process holds it
-    with pytest.raises(RuntimeError, match="another grid"):
-        run_grid(tiny_spec(out, 1, evaluate=False), log=lambda s: None)
+    with held_lock(out / ".grid.lock"):  # a live grid holds it
+        with pytest.raises(RuntimeError, match=f"another grid \\(process {os.getpid()}\\)"):
+            run_grid(tiny_spec(out, 1, evaluate=False), log=lambda s: None)
     assert started == []
     # and a FIFO named status.json in a run of that folder does not make the plan wait
     import signal
@@ -314,15 +338,16 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
         ("skip", True),
     ]
     # (the Ray backend runs the same commands as tasks: tests/experiments/test_grid_ray.py)
-    # two grids never work in one directory at once; a stale lock is taken over
+    # two grids never work in one directory at once; a lock nobody holds (its owner gone, or
+    # its PID now another program's) is taken over
     lock = out / ".grid.lock"
-    lock.write_text(str(os.getpid()))
-    with pytest.raises(RuntimeError, match="another grid"):
-        run_grid(spec, log=lambda s: None)
-    lock.write_text("999999999")  # no such process
+    with held_lock(lock):
+        with pytest.raises(RuntimeError, match="another grid"):
+            run_grid(spec, log=lambda s: None)
+    lock.write_text(f"{os.getpid()}\n")  # a PID that lives, but holds no lock
     previous = (second[1].run_dir / "eval.json").read_text()
     assert [r.train for r in run_grid(spec, log=lambda s: None)] == ["skipped"] * 2
-    assert not lock.exists()
+    assert not_held(lock) and lock.read_text() == ""
     # the stale evaluation was run again (the newer agent's), the previous one kept beside it
     (kept_eval,) = second[1].run_dir.glob("eval.replaced-*.json")
     assert kept_eval.read_text() == previous
@@ -371,7 +396,7 @@ def test_sigterm_to_the_grid_stops_the_training_it_started(tmp_path, importable_
     stopped_at = epoch_of(run)
     time.sleep(2.0)  # an orphaned training would go on writing epochs
     assert epoch_of(run) == stopped_at
-    assert not (out / ".grid.lock").exists()
+    assert not_held(out / ".grid.lock")
     # its timing is written as it was stopped: "interrupted", with the epochs it saved
     [job] = json.loads((run / "timings.json").read_text())
     assert (job["job"], job["from_epoch"], job["to_epoch"]) == ("train", 0, stopped_at)

@@ -342,27 +342,29 @@ def test_a_bundle_is_written_all_or_none(tmp_path, monkeypatch):
 
 
 def test_the_grid_lock_does_not_hide_the_error_that_ended_the_grid(tmp_path, monkeypatch):
-    """A folder turned read-only mid-grid: the lock's removal failed too, and its error
+    """A folder turned read-only mid-grid: the lock's release failed too, and its error
     (naming .grid.lock) replaced the one that stopped the grid."""
     import errno
-    from pathlib import Path
+    import os
 
-    from robustsafe.experiments.grid.driver import _GridLock
+    from robustsafe.experiments.grid.driver import _grid_lock
 
-    real_unlink = Path.unlink
+    real_truncate, read_only = os.ftruncate, []
 
-    def read_only(self, missing_ok=False):
-        if self.name == ".grid.lock":
-            raise OSError(errno.EROFS, "Read-only file system", str(self))
-        return real_unlink(self, missing_ok=missing_ok)
+    def truncate(fd, length):
+        if read_only:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_truncate(fd, length)
 
-    monkeypatch.setattr(Path, "unlink", read_only)
+    monkeypatch.setattr(os, "ftruncate", truncate)
     with pytest.raises(RuntimeError, match="cannot write a run's results"):
-        with _GridLock(tmp_path):
+        with _grid_lock(tmp_path):
+            read_only.append(True)
             raise RuntimeError("cannot write a run's results into ...")
+    read_only.clear()
     with pytest.raises(OSError, match="Read-only"):  # with nothing in flight, it is reported
-        with _GridLock(tmp_path / "other"):
-            pass
+        with _grid_lock(tmp_path / "other"):
+            read_only.append(True)
 
 
 def test_files_a_task_writes_name_the_drivers_run_directory(monkeypatch):

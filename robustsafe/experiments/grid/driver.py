@@ -5,12 +5,13 @@ as the launcher has room for, records how each ended, starts a lost run again (R
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-import os
 import shutil
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from robustsafe.experiments.grid.plan import (
 )
 from robustsafe.experiments.grid.spec import Action, EvalStatus, GridSpec, TrainStatus, check_envs
 from robustsafe.experiments.launchers import RUN_LOST, make_launcher
+from robustsafe.runstate import RunLockedError, check_unlocked, run_lock
 
 LOG_TAIL_LINES = 15
 MAX_LOST = 3  # times a run may be lost with its node (Ray) before the grid gives up on it
@@ -138,11 +140,10 @@ def run_grid(
 
     # the launcher before the lock: a backend that refuses (no Ray node with the CPUs of a run)
     # leaves no --out folder behind; but not for a folder another grid holds (nor Ray started)
-    lock = _GridLock(spec.out)
-    lock.check_free()
+    _check_no_other_grid(spec.out)
     launcher = make_launcher(spec.backend, spec.workers, spec.cpus_per_run)
     try:
-        with lock:
+        with _grid_lock(spec.out):
             results = _execute(spec, plan, states, launcher, log, poll_interval)
     finally:
         launcher.close()
@@ -294,62 +295,32 @@ def _execute(
     return [s.result() for s in states]
 
 
-class _GridLock:
-    """``<out>/.grid.lock`` holding this process's id, so that two grids never train the same
-    run directory at once. A lock left by a process that no longer runs (on this machine) is
-    taken over."""
-
-    def __init__(self, out: Path) -> None:
-        self.path = Path(out) / ".grid.lock"
-
-    def check_free(self) -> None:
-        """RuntimeError if another live grid holds the lock (read only: before any work)."""
-        owner = self._owner()
-        if owner is not None and _process_exists(owner):
-            raise RuntimeError(
-                f"another grid (process {owner}) is running in {self.path.parent}; "
-                f"wait for it to end (or, if it is gone, delete {self.path})"
-            )
-
-    def __enter__(self) -> _GridLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                self.check_free()
-                self.path.unlink(missing_ok=True)  # stale
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(str(os.getpid()))
-            return self
-        raise RuntimeError(f"cannot take the grid lock {self.path}")
-
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        if self._owner() == os.getpid():
-            try:
-                self.path.unlink(missing_ok=True)
-            except OSError:
-                if exc_type is None:
-                    raise
-                # the error in flight (a read-only or lost folder) is the one to report; the
-                # lock left names a process that has ended, and the next grid takes it over
-
-    def _owner(self) -> int | None:
-        try:
-            return int(self.path.read_text().strip())
-        except (OSError, ValueError):
-            return None
+GRID_LOCK_NAME = ".grid.lock"  # in --out: two grids never train one folder at once
 
 
-def _process_exists(pid: int) -> bool:
+def _check_no_other_grid(out: Path) -> None:
+    """RuntimeError if another live grid holds ``out``'s lock (read only: before any work)."""
     try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, under another user
-    return True
+        check_unlocked(Path(out), GRID_LOCK_NAME)
+    except RunLockedError as err:
+        raise RuntimeError(_other_grid(out, err)) from None
+
+
+@contextmanager
+def _grid_lock(out: Path) -> Iterator[None]:
+    """Hold ``out``'s grid lock (``runstate.run_lock``'s flock) while the grid runs."""
+    try:
+        lock = run_lock(Path(out), GRID_LOCK_NAME)
+        lock.__enter__()
+    except RunLockedError as err:
+        raise RuntimeError(_other_grid(out, err)) from None
+    with contextlib.ExitStack() as stack:
+        stack.push(lock)  # its exit (the release) runs however the block ends
+        yield
+
+
+def _other_grid(out: Path, err: RunLockedError) -> str:
+    return f"another grid (process {err.owner}) is running in {out}; wait for it to end"
 
 
 def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) -> None:
