@@ -54,6 +54,11 @@ class EvalResult:
     episodes: list[EpisodeRecord] = field(default_factory=list)
     xi: float | None = None  # AMAD's, when one evaluation ran it at several (``evaluate_agent``)
 
+    @property
+    def label(self) -> str:
+        """The attacker as the printed tables name it (with its xi where it has one)."""
+        return self.attack if self.xi is None else f"{self.attack} xi={self.xi:g}"
+
     def summary(self) -> dict[str, float]:
         out: dict[str, float] = {}
         for key in ("reward", "cost", "length"):
@@ -255,6 +260,7 @@ def evaluate_agent(
     for eps in epsilons:
         if not eps >= 0.0:
             raise ValueError(f"epsilon must be >= 0, got {eps}")
+    sweep, xis = _xi_values(xi, "amad" in names)
     agent = float64_agent(agent)
     natural_obs: list[np.ndarray] = []
     natural = EvalResult(
@@ -265,8 +271,6 @@ def evaluate_agent(
         ),
     )
     results = [natural]
-    sweep = not isinstance(xi, int | float)
-    xis = [float(x) for x in xi] if sweep else [float(xi)]
     runs = [(n, None) for n in names if n not in ("none", "amad")]
     if "amad" in names:
         obs_all = torch.from_numpy(np.concatenate(natural_obs)).to(torch.float64)
@@ -294,6 +298,23 @@ def evaluate_agent(
             )
             results.append(EvalResult(name, float(eps), recs, recorded_xi))
     return results
+
+
+def _xi_values(xi: float | Sequence[float], amad: bool) -> tuple[bool, list[float]]:
+    """(whether ``xi`` is a sweep, its values): one number, or several, each in (0, 1] and given
+    once, checked before any episode runs."""
+    try:
+        return False, [float(xi)]  # a number (numpy's and 0-d tensors too)
+    except TypeError:
+        values = [float(x) for x in xi]
+    if amad and not values:
+        raise ValueError("xi: give AMAD at least one value")
+    for x in values:
+        if not 0.0 < x <= 1.0:
+            raise ValueError(f"xi must be in (0, 1], got {x}")
+    if len(set(values)) < len(values):
+        raise ValueError(f"xi: a value given twice ({values})")
+    return True, values
 
 
 def parse_epsilons(text: str) -> list[float]:
@@ -334,12 +355,13 @@ def write_sweep(
 
 
 def format_table(results: Sequence[EvalResult]) -> str:
-    head = f"{'attack':<10} {'epsilon':>8} {'reward':>18} {'cost':>16} {'length':>8} {'n':>4}"
+    w = max([10, *(len(r.label) for r in results)])
+    head = f"{'attack':<{w}} {'epsilon':>8} {'reward':>18} {'cost':>16} {'length':>8} {'n':>4}"
     lines = [head, "-" * len(head)]
     for r in results:
         s = r.summary()
         lines.append(
-            f"{r.attack:<10} {r.epsilon:>8.4g} "
+            f"{r.label:<{w}} {r.epsilon:>8.4g} "
             f"{s['reward_mean']:>9.1f} ± {s['reward_std']:<6.1f} "
             f"{s['cost_mean']:>7.2f} ± {s['cost_std']:<6.2f} "
             f"{s['length_mean']:>8.1f} {len(r.episodes):>4}"
@@ -477,8 +499,9 @@ def format_paired_table(results: Sequence[EvalResult]) -> str:
     natural = results[0]
     r0 = np.array([e.reward for e in natural.episodes])
     c0 = np.array([e.cost for e in natural.episodes])
+    w = max([10, *(len(r.label) for r in results)])
     head = (
-        f"{'attack':<10} {'epsilon':>8} {'reward':>9} {'Δreward (paired)':>18} "
+        f"{'attack':<{w}} {'epsilon':>8} {'reward':>9} {'Δreward (paired)':>18} "
         f"{'cost':>8} {'Δcost (paired)':>16} {'n':>4}"
     )
     lines = [head, "-" * len(head)]
@@ -488,7 +511,7 @@ def format_paired_table(results: Sequence[EvalResult]) -> str:
         n = len(rr)
         dr, dc = rr - r0[:n], cc - c0[:n]
         lines.append(
-            f"{r.attack:<10} {r.epsilon:>8.4g} {rr.mean():>9.1f} "
+            f"{r.label:<{w}} {r.epsilon:>8.4g} {rr.mean():>9.1f} "
             f"{dr.mean():>+9.1f} ± {_stderr(dr, 6, 1)} {cc.mean():>8.2f} "
             f"{dc.mean():>+8.2f} ± {_stderr(dc, 5, 2)} {n:>4}"
         )

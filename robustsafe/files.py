@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,8 @@ import yaml
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash never leaves a half-written file there.
 
-    A full disk raises OSError(ENOSPC) naming ``path`` (not a serialiser's cryptic error).
+    A file replaced keeps its permissions; a new one gets 0644. A full disk raises
+    OSError(ENOSPC) naming ``path`` (not a serialiser's cryptic error).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,7 +37,11 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:  # a new file
+            mode = 0o644
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as err:
         _unlink_quietly(tmp)

@@ -225,7 +225,13 @@ def load_critics(path) -> QCritics:
 
     path = Path(path)
     try:
-        data = load_tagged(path, CRITICS_FORMAT, CRITICS_VERSION, "critics file")
+        data = load_tagged(
+            path,
+            CRITICS_FORMAT,
+            CRITICS_VERSION,
+            "critics file",
+            hint=" (made by fit-critics --out)",
+        )
     except FileNotFoundError:
         raise FileNotFoundError(f"no critics file at {path}") from None
     try:

@@ -121,7 +121,14 @@ def load_state(path: str | Path) -> Any:
     Raises StateFileError (one line, naming the file) for a damaged, foreign or old file.
     """
     path = Path(path)
-    data = load_tagged(path, STATE_FORMAT, STATE_VERSION, "training state", StateFileError)
+    data = load_tagged(
+        path,
+        STATE_FORMAT,
+        STATE_VERSION,
+        "training state",
+        StateFileError,
+        ", or written by an older RobustSafe",
+    )
     try:
         return _decode(data["state"])
     except (KeyError, TypeError, ValueError) as err:
@@ -129,23 +136,28 @@ def load_state(path: str | Path) -> Any:
 
 
 def load_tagged(
-    path: Path, fmt: str, version: int, what: str, error: type[Exception] = ValueError
+    path: Path,
+    fmt: str,
+    version: int,
+    what: str,
+    error: type[Exception] = ValueError,
+    hint: str = "",
 ) -> dict[str, Any]:
     """The dict of a file ``torch.save`` wrote with ``"format": fmt`` and ``"version": version``
     (``safe_torch_load``: never runs code from the file). ``error``, one line naming the file and
-    ``what`` it should be, for a damaged or foreign file or another version; FileNotFoundError
-    as it is."""
+    ``what`` it should be (then ``hint``), for a damaged or foreign file or another version;
+    FileNotFoundError as it is."""
     try:
         data = safe_torch_load(path)
     except FileNotFoundError:
         raise
     except Exception as err:
         raise error(
-            f"cannot read {what} {path}: damaged, or not a RobustSafe {what} "
+            f"cannot read {what} {path}: damaged, or not a RobustSafe {what}{hint} "
             f"({load_error_reason(err)})"
         ) from None
     if not isinstance(data, dict) or data.get("format") != fmt:
-        raise error(f"{path} is not a RobustSafe {what}")
+        raise error(f"{path} is not a RobustSafe {what}{hint}")
     if data.get("version") != version:
         raise error(
             f"{path} has {what} version {data.get('version')}; this RobustSafe reads version "

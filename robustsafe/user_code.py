@@ -29,6 +29,9 @@ def import_user_module(target: str, where: str) -> ModuleType:
             file = Path(target)
             if not file.is_file():
                 raise FileNotFoundError(f"no file {file}")
+            loaded = _loaded_from(file)
+            if loaded is not None:  # named twice (--policy and --attacker-module): run it once
+                return loaded
             name = f"_robustsafe_user_{file.stem}"
             module_spec = importlib.util.spec_from_file_location(name, file)
             module = importlib.util.module_from_spec(module_spec)
@@ -42,3 +45,13 @@ def import_user_module(target: str, where: str) -> ModuleType:
         raise ValueError(f"{where}: {err.msg} ({err.filename}, line {err.lineno})") from None
     except Exception as err:  # the user's module failed while importing: its error, one line
         raise ValueError(f"{where}: importing it raised {error_line(err)}") from None
+
+
+def _loaded_from(file: Path) -> ModuleType | None:
+    """The module already imported from ``file`` (by path or by its dotted name), if any."""
+    real = file.resolve()
+    for module in list(sys.modules.values()):
+        origin = getattr(module, "__file__", None)
+        if origin and Path(origin).resolve() == real:
+            return module
+    return None

@@ -239,6 +239,31 @@ def test_an_xi_sweep_runs_the_natural_episodes_once(toy_agent_dir, toy_env_id):
     assert out[4]["episodes"] == out[1]["episodes"] != out[0]["episodes"]
 
 
+@pytest.mark.parametrize(
+    ("xi", "words"),
+    [([0.1, 0.1], "given twice"), ([0.0, 0.1], r"\(0, 1\]"), ([], "at least one")],
+)
+def test_bad_xi_lists_are_refused_before_any_episode(toy_agent_dir, toy_env_id, xi, words):
+    agent = load_agent(toy_agent_dir)
+    steps: list[int] = []
+    with VectorEnv(toy_env_id, 2, seed=0) as vec:
+        with pytest.raises(ValueError, match=words):
+            evaluate_agent(agent, vec, episodes=2, attacks=["amad"], xi=xi, on_step=steps.append)
+    assert steps == []
+
+
+def test_xi_as_a_numpy_number_is_one_value_and_a_list_is_labelled(toy_agent_dir, toy_env_id):
+    agent = load_agent(toy_agent_dir)
+    with VectorEnv(toy_env_id, 2, seed=0) as vec:
+        one = evaluate_agent(agent, vec, episodes=2, attacks=["amad"], xi=np.float32(0.5))
+        two = evaluate_agent(agent, vec, episodes=2, attacks=["amad"], xi=[0.5, 1.0])
+    assert [r.xi for r in one] == [None, None] and "xi" not in one[1].to_dict()
+    assert [(r.attack, r.xi) for r in two] == [("none", None), ("amad", 0.5), ("amad", 1.0)]
+    assert one[1].episodes == two[1].episodes  # the same AMAD at the same xi
+    rows = format_paired_table(two).splitlines()
+    assert rows[3].startswith("amad xi=0.5 ") and rows[4].startswith("amad xi=1 ")
+
+
 def test_a_registered_attacker_is_evaluated_on_the_same_paired_episodes(
     toy_agent_dir, toy_env_id, monkeypatch
 ):
@@ -281,6 +306,21 @@ def test_cli_evaluates_the_attackers_of_an_attacker_module(
     results = json.loads(out.read_text())["results"]
     assert [r["attack"] for r in results] == ["none", "still"]
     assert results[1]["episodes"] == results[0]["episodes"]
+    # an unknown name says how to register one here; the same file as --policy runs once
+    assert main([*args, "--attacks", "none,nosuch"]) == 2
+    assert "--attacker-module MODULE imports" in capsys.readouterr().err
+    policy = tmp_path / "both.py"
+    policy.write_text(
+        "import torch\n"
+        "from robustsafe.attacks import NoAttacker, register_attacker\n"
+        "register_attacker('still2', NoAttacker)\n"
+        "policy = torch.nn.Linear(2, 1)\n"
+    )
+    foreign = ["evaluate", "--env", "RobustSafeToyCost-v0", "--env-workers", "0"]
+    foreign += ["--episodes", "2", "--eps", "0.5", "--policy", f"{policy}:policy"]
+    given = ["--attacker-module", str(policy), "--attacks", "none,still2"]
+    assert main([*foreign, *given]) == 0, capsys.readouterr().err
+    capsys.readouterr()
     broken = tmp_path / "broken.py"
     broken.write_text("raise RuntimeError('no')\n")
     assert main([*args, "--attacker-module", str(broken), "--attacks", "none"]) == 2

@@ -3,6 +3,7 @@ registered with ``register_attacker`` (a user's own attack, evaluated under the 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections.abc import Callable
@@ -31,15 +32,22 @@ def register_attacker(name: str, factory: Callable[[], Attacker], replace: bool 
     ``evaluate_agent`` / ``evaluate_policy``, and ``robustsafe evaluate --attacks`` (with
     ``--attacker-module`` naming the module that registers it). ``factory()`` builds it: an
     ``Attacker`` (subclass it and implement ``perturbation``). Its results are recorded under
-    ``name``. ValueError for a paper attacker's name, a malformed one, or one registered before
-    (unless ``replace``)."""
+    ``name``. The factory runs each time the attacker is built (a few times per evaluation): keep
+    it cheap, and keep state out of the attacker (randomness from its ``generator`` argument).
+    ValueError for a paper attacker's name, a malformed one, or one registered before (unless
+    ``replace``)."""
     if not isinstance(name, str) or not _REGISTERED_NAME.fullmatch(name):
         raise ValueError(
             f"attacker name {name!r}: use 1-40 lower-case letters, digits, '_', '-' or '.', "
             "beginning with a letter"
         )
-    if name in ATTACKER_NAMES or name.startswith("mix"):
+    if name in ATTACKER_NAMES or name == "mix":
         raise ValueError(f"attacker name {name!r} is one of the paper's attackers: choose another")
+    if isinstance(factory, Attacker):
+        raise TypeError(
+            f"register_attacker({name!r}, ...): give the factory that builds the attacker (its "
+            "class, or a function), not an attacker: it is built anew for each evaluation"
+        )
     if name in _registered and not replace:
         raise ValueError(f"attacker {name!r} is registered already (replace=True to replace it)")
     if not callable(factory):
@@ -54,7 +62,7 @@ def registered_attackers() -> tuple[str, ...]:
 
 def _bad_name(name: object) -> ValueError:
     own = f"; registered: {', '.join(_registered)}" if _registered else ""
-    own += " (your own: register_attacker; robustsafe evaluate --attacker-module)"
+    own += " (your own: robustsafe.attacks.register_attacker)"
     return ValueError(
         f"unknown attacker {name!r}; accepted names: {', '.join(ATTACKER_NAMES)} "
         f"(mix:W with W a number in [0, 1], e.g. mix:0.5){own}"
@@ -72,7 +80,9 @@ def _registered_attacker(name: str) -> Attacker:
             f"attacker {name!r}: its factory returned a {type(attacker).__name__}, not an "
             "Attacker (subclass robustsafe.attacks.Attacker and implement perturbation)"
         )
-    attacker.name = name  # the name its results are recorded under
+    if attacker.name != name:  # the name its results are recorded under (a copy: a factory may
+        attacker = copy.copy(attacker)  # hand out one shared instance under several names)
+        attacker.name = name
     return attacker
 
 

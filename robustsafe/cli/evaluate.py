@@ -77,8 +77,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         for name in attacks:  # check every name before any episode runs
             if name != "amad":
                 make_attacker(name)
-    except ValueError as err:
-        raise CLIError(str(err)) from None
+    except (ValueError, TypeError) as err:
+        raise CLIError(_attacker_hint(str(err))) from None
     if args.video is not None:  # before any episode runs
         from robustsafe.video import check_video_request
 
@@ -146,6 +146,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         files = write_sweep(results, sweep_prefix(out), f"{env_id}", meta)
         print("sweep written to " + ", ".join(str(f) for f in files))
     return _record_videos(args, agent, env_id, attacks, epsilons)
+
+
+def _attacker_hint(message: str) -> str:
+    """``message``, and for an unknown attacker how to name one's own here."""
+    if message.startswith("unknown attacker"):
+        return f"{message}; --attacker-module MODULE imports the module that registers it"
+    return message
 
 
 def _import_attacker_modules(targets: list[str]) -> None:
@@ -241,7 +248,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
             args.env, min(args.num_envs, args.episodes), seed=args.seed, workers=args.env_workers
         )
     except (FileNotFoundError, ValueError, TypeError) as err:
-        raise CLIError(str(err)) from None
+        raise CLIError(_attacker_hint(str(err))) from None
     try:
         results = evaluate_policy(
             policy,

@@ -71,8 +71,8 @@ def parse_results(data: object, where: str | PathLike) -> list[Result]:
     """The ``results`` of an evaluation's JSON object (``eval.json``, a sweep, ``eval-xi.json``):
     the one reader of its entries for the tables and figures. ValueError beginning with
     ``where`` unless a non-empty list of entries, each with an attacker name, an epsilon that
-    is a finite number >= 0 (0 where absent), a xi in (0, 1] where it has one, and episodes
-    as ``episode_records`` wants them."""
+    is a finite number >= 0 (natural episodes may leave it out: 0), a xi in (0, 1] where it
+    has one, and episodes as ``episode_records`` wants them."""
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list) or not results:
         raise ValueError(f"{where}: no 'results' list, or an empty one")
@@ -81,7 +81,7 @@ def parse_results(data: object, where: str | PathLike) -> list[Result]:
         attack = entry.get("attack") if isinstance(entry, dict) else None
         if not isinstance(attack, str):
             raise ValueError(f"{where}: a result without an attack name")
-        eps = entry.get("epsilon", 0.0)
+        eps = entry.get("epsilon", 0.0 if attack == "none" else None)
         if not (_is_number(eps) and math.isfinite(eps) and eps >= 0):
             raise ValueError(f"{where}: attacker {attack!r} has epsilon {eps!r}, not a number >= 0")
         xi = entry.get("xi")

@@ -121,7 +121,7 @@ def test_a_registered_attacker_is_built_by_name_and_recorded_under_it(registry):
     [
         ("mc", "paper's attackers"),
         ("mix:0.5", "lower-case"),
-        ("mixed", "paper's attackers"),
+        ("mix", "paper's attackers"),
         ("Shift", "lower-case"),
         ("a,b", "lower-case"),
         ("", "lower-case"),
@@ -151,3 +151,13 @@ def test_a_factory_that_fails_or_returns_no_attacker_is_a_clear_error(registry):
         make_attacker("wrong")
     with pytest.raises(ValueError, match="registered: broken, wrong"):
         make_attacker("nosuch")
+
+
+def test_a_factory_is_registered_not_an_attacker_and_a_shared_one_keeps_its_name(registry):
+    with pytest.raises(TypeError, match="not an attacker"):
+        register_attacker("inst", NoAttacker())
+    shared = _Shift()
+    register_attacker("mixup", lambda: shared)  # "mix" alone is reserved, not every mix...
+    register_attacker("other", lambda: shared)
+    assert make_attacker("mixup").name == "mixup" and make_attacker("other").name == "other"
+    assert shared.name == ""  # the factory's own instance is left as it was

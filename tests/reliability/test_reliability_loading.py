@@ -227,3 +227,19 @@ def test_linked_run_folders_are_read_once(tmp_path):
     (runs / "seed1").symlink_to(linked, target_is_directory=True)
     (runs / "seed0" / "up").symlink_to(runs, target_is_directory=True)
     assert find_eval_files(runs) == [runs / "seed0" / "eval.json", runs / "seed1" / "eval.json"]
+
+
+def test_a_foreign_state_or_critics_file_says_what_it_should_be(tmp_path):
+    """The one loader of tagged torch files keeps each kind's hint: a state may be an older
+    RobustSafe's (version 1 states were plain pickles); critics come from fit-critics --out."""
+    from robustsafe.fit_critics import load_critics
+    from robustsafe.runstate import StateFileError, load_state
+
+    old = tmp_path / "state.pt"
+    old.write_bytes(pickle.dumps({"epoch": 3}))  # what version 1 wrote
+    with pytest.raises(StateFileError, match="or written by an older RobustSafe"):
+        load_state(old)
+    agent_like = tmp_path / "agent.pt"
+    torch.save({"format": "robustsafe-agent", "version": 1}, agent_like)
+    with pytest.raises(ValueError, match=r"not a RobustSafe critics file \(made by fit-critics"):
+        load_critics(agent_like)
