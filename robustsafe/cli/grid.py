@@ -202,7 +202,8 @@ def cmd_table(args: argparse.Namespace) -> int:
         header=CSV_FIELDS,  # (another command's CSV is not a table to rebuild)
     )
     try:
-        table = collect_table(runs, average=args.average)
+        own = [a.strip() for a in args.attacks.split(",") if a.strip()]
+        table = collect_table(runs, average=args.average, own_attacks=own)
         print(format_markdown(table))
         with staged_files(prefix) as staged:  # every file, or none if one fails
             written = write_tables(runs, staged, table=table)
@@ -381,6 +382,13 @@ def add_table(sub: argparse._SubParsersAction) -> None:
         help="what the Average column pools: paper = Natural and the five attackers (the mean of "
         "the six columns, what the paper's numbers are); attackers = the five attackers only "
         "(its captions' words) (default: paper)",
+    )
+    tb.add_argument(
+        "--attacks",
+        default="",
+        metavar="NAMES",
+        help="your own attackers (robustsafe.attacks.register_attacker), comma-separated: a "
+        "column each after MR, in no Average (default: none, the paper's columns only)",
     )
     tb.set_defaults(func=cmd_table)
 

@@ -135,6 +135,12 @@ class ResultsTable:
     notes: tuple[str, ...] = ()
     source: str = ""
     average: str = "paper"  # what the Average cell pools: a key of AVERAGE_POOLS
+    own_attacks: tuple[str, ...] = ()  # users' own attackers shown as columns (after MR)
+
+    @property
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        """(key, title) of every column: the paper's, a user's own attackers, Average."""
+        return own_columns(self.own_attacks)
 
     @property
     def envs(self) -> list[str]:
@@ -151,14 +157,30 @@ def _display_cost(cell: Cell) -> float:
     return float(f"{cell.cost_mean:.2f}")
 
 
+def own_columns(own_attacks: Sequence[str] = ()) -> tuple[tuple[str, str], ...]:
+    """The table's columns with users' own attackers (``register_attacker``) after MR: the
+    Average stays the paper's."""
+    return (*ATTACK_COLUMNS, *((a, a) for a in own_attacks), (AVERAGE, "Average"))
+
+
 def build_table(
-    files: Sequence[EvalFile], notes: Iterable[str] = (), source: str = "", average: str = "paper"
+    files: Sequence[EvalFile],
+    notes: Iterable[str] = (),
+    source: str = "",
+    average: str = "paper",
+    own_attacks: Sequence[str] = (),
 ) -> ResultsTable:
     """Group, pool, mark and star (see the module docstring). ValueError on inconsistent input.
     ``average``: what the Average cell pools, ``"paper"`` (Natural and the five attackers) or
-    ``"attackers"`` (the five)."""
+    ``"attackers"`` (the five). ``own_attacks``: users' own attackers, each a column of its
+    own (in no Average)."""
     if average not in AVERAGE_POOLS:
         raise ValueError(f"average must be one of {sorted(AVERAGE_POOLS)}, got {average!r}")
+    own_attacks = tuple(dict.fromkeys(own_attacks))
+    paper = [a for a in own_attacks if paper_attacker(a)]
+    if paper:
+        raise ValueError(f"{', '.join(paper)}: the paper's attackers have their columns already")
+    columns = own_columns(own_attacks)
     pooled = AVERAGE_POOLS[average]
     notes = list(notes)
     groups: dict[tuple[str, str, str], list[EvalFile]] = {}
@@ -218,14 +240,18 @@ def build_table(
                 f"{name} pools agents of different epochs ({', '.join(map(str, epochs))}): "
                 "some runs may be unfinished."
             )
-        own = sorted({a for f in members for a in f.episodes if not paper_attacker(a)})
+        shown = set(own_attacks)
+        own = sorted(
+            {a for f in members for a in f.episodes if not paper_attacker(a) and a not in shown}
+        )
         if own:
             notes.append(
                 f"{name}: its evaluations hold attackers that are not the paper's "
-                f"({', '.join(own)}), in no column here; `robustsafe plot sweep` draws them."
+                f"({', '.join(own)}), in no column here (`robustsafe table --attacks` adds "
+                "columns for them; `robustsafe plot sweep` draws them)."
             )
         cells: dict[str, Cell | None] = {}
-        for key, _ in ATTACK_COLUMNS:
+        for key, _ in columns[:-1]:
             runs = [f.episodes[key] for f in members if f.episodes.get(key)]
             cells[key] = Cell.pool(runs) if runs else None
         complete = [f for f in members if all(f.episodes.get(a) for a in pooled)]
@@ -255,7 +281,8 @@ def build_table(
             starred += _star_failing(env_id, algo_rows, notes)
         env_rows = []  # marks per learner; SAC-Lag's entropy weights compete as one learner
         for learner in dict.fromkeys(_learner(r.algo) for r in starred):
-            env_rows += _mark_lowest_costs([r for r in starred if _learner(r.algo) == learner])
+            learner_rows = [r for r in starred if _learner(r.algo) == learner]
+            env_rows += _mark_lowest_costs(learner_rows, columns)
         final.extend(env_rows)
         eps = {r.method: r.epsilon for r in env_rows if r.epsilon is not None}
         if len(set(eps.values())) > 1:
@@ -265,8 +292,8 @@ def build_table(
                 + "."
             )
         for r in env_rows:
-            notes.extend(_coverage_notes(r))
-    return ResultsTable(tuple(final), tuple(notes), source, average)
+            notes.extend(_coverage_notes(r, columns))
+    return ResultsTable(tuple(final), tuple(notes), source, average, own_attacks)
 
 
 def _group_epsilon(name: str, members: Sequence[EvalFile]) -> float | None:
@@ -322,9 +349,11 @@ def _star_failing(env_id: str, rows: list[MethodRow], notes: list[str]) -> list[
     return out
 
 
-def _mark_lowest_costs(rows: list[MethodRow]) -> list[MethodRow]:
+def _mark_lowest_costs(
+    rows: list[MethodRow], columns: Sequence[tuple[str, str]]
+) -> list[MethodRow]:
     marked: dict[tuple[int, str], bool] = {}
-    for key, _ in COLUMNS:
+    for key, _ in columns:
         candidates = [
             (i, r.cells[key]) for i, r in enumerate(rows) if not r.failing and r.cells.get(key)
         ]
@@ -341,12 +370,12 @@ def _mark_lowest_costs(rows: list[MethodRow]) -> list[MethodRow]:
     return out
 
 
-def _coverage_notes(row: MethodRow) -> list[str]:
+def _coverage_notes(row: MethodRow, columns: Sequence[tuple[str, str]]) -> list[str]:
     natural = row.cells.get("none")
     if natural is None:
         return []
     out = []
-    for key, title in ATTACK_COLUMNS[1:]:
+    for key, title in columns[1:-1]:
         c = row.cells.get(key)
         if c is not None and (c.n_seeds, c.n_episodes) != (natural.n_seeds, natural.n_episodes):
             out.append(
@@ -388,8 +417,11 @@ def _replace_cell(cell: Cell, marked: bool) -> Cell:
     )
 
 
-def collect_table(runs_dir: str | PathLike, average: str = "paper") -> ResultsTable:
-    """The table of every ``eval.json`` under ``runs_dir`` (``average``: see ``build_table``).
+def collect_table(
+    runs_dir: str | PathLike, average: str = "paper", own_attacks: Sequence[str] = ()
+) -> ResultsTable:
+    """The table of every ``eval.json`` under ``runs_dir`` (``average``, ``own_attacks``: see
+    ``build_table``).
 
     FileNotFoundError if ``runs_dir`` is not a directory, ValueError if it holds no usable
     evaluation or the evaluations are inconsistent (see the module docstring).
@@ -404,7 +436,7 @@ def collect_table(runs_dir: str | PathLike, average: str = "paper") -> ResultsTa
     if not files:
         why = f" ({'; '.join(notes)})" if notes else ""
         raise ValueError(f"no usable eval.json under {runs_dir}{why}")
-    return build_table(files, notes, source=str(runs_dir), average=average)
+    return build_table(files, notes, source=str(runs_dir), average=average, own_attacks=own_attacks)
 
 
 def _with_training_budget(f: EvalFile) -> EvalFile:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from robustsafe.experiments.table import (
     AVERAGE,
-    COLUMNS,
     FAILING_FRACTION,
     MARKED_PER_COLUMN,
     Cell,
@@ -84,15 +83,17 @@ def _env_title(table: ResultsTable, env_id: str, eps_symbol: str) -> str:
 def format_markdown(
     table: ResultsTable | str | PathLike,
     costs_only: bool = False,
-    columns: Sequence[tuple[str, str]] = COLUMNS,
+    columns: Sequence[tuple[str, str]] | None = None,
 ) -> str:
     """The table in Markdown (marked costs in bold), with its legend and notes.
 
     ``table`` is a ``ResultsTable`` or a directory to collect one from. ``costs_only`` keeps the
     natural reward and every column's cost (a narrower table, for a README). ``columns``: the
-    (key, title) pairs shown (a subset of ``COLUMNS``, e.g. the appendix's Random/MAD/Average).
+    (key, title) pairs shown (default the table's own; a subset, e.g. the appendix's
+    Random/MAD/Average).
     """
     table = _as_table(table)
+    columns = table.columns if columns is None else columns
     head = ["Env", "Method", "Seeds", "Episodes"]
     for key, title in columns:
         if not costs_only or key == "none":
@@ -133,10 +134,11 @@ def cell_numbers(cell: Cell) -> dict[str, str]:
 
 
 def format_csv(
-    table: ResultsTable | str | PathLike, columns: Sequence[tuple[str, str]] = COLUMNS
+    table: ResultsTable | str | PathLike, columns: Sequence[tuple[str, str]] | None = None
 ) -> str:
     """Long format: one line per (env, method, column); empty numbers for a missing cell."""
     table = _as_table(table)
+    columns = table.columns if columns is None else columns
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
     w.writeheader()
@@ -180,13 +182,14 @@ def tex_escape(text: str) -> str:
 
 
 def format_latex(
-    table: ResultsTable | str | PathLike, columns: Sequence[tuple[str, str]] = COLUMNS
+    table: ResultsTable | str | PathLike, columns: Sequence[tuple[str, str]] | None = None
 ) -> str:
     """A plain-LaTeX ``tabular`` (no packages needed; marked costs in ``\\textbf``).
 
     The legend and notes come first as ``%`` comments, so the file can be ``\\input``.
     """
     table = _as_table(table)
+    columns = table.columns if columns is None else columns
     n = len(columns)
     spec = "|l|l|" + "rr|" * n
     lines = [f"% {line}" for line in _legend(columns, table.average, ascii_only=True)]

@@ -572,3 +572,25 @@ def test_a_users_own_attacker_is_named_in_a_note_not_pooled_into_a_column(tmp_pa
     assert vanilla.cells["average"].cost_mean == 1.0 and vanilla.cells["mc"].cost_mean == 1.0
     own = [n for n in table.notes if "not the paper's" in n]
     assert len(own) == 1 and "(fgsm-mc)" in own[0] and "mix" not in own[0]
+
+
+def test_a_users_own_attacker_gets_a_column_when_asked_outside_the_average(tmp_path):
+    results = uniform(100.0, 1.0)
+    results["fgsm-mc"] = [(50.0, 90.0)] * 2
+    write_eval(tmp_path, "vanilla", 0, results)
+    write_eval(tmp_path, "adv-mc", 0, uniform(90.0, 0.0))  # not evaluated under fgsm-mc
+    table = collect_table(tmp_path, own_attacks=["fgsm-mc"])
+    assert [k for k, _ in table.columns][-2:] == ["fgsm-mc", "average"]
+    vanilla = row(table, "vanilla")
+    assert vanilla.cells["fgsm-mc"].cost_mean == 90.0
+    assert vanilla.cells["average"].cost_mean == 1.0  # the paper's six columns only
+    assert row(table, "adv-mc").cells["fgsm-mc"] is None
+    assert not any("not the paper's" in n for n in table.notes)
+    md = format_markdown(table)
+    assert "fgsm-mc cost" in md and "90.00 ± 0.00" in md
+    lines = list(csv.DictReader(io.StringIO(format_csv(table))))
+    assert {x["cost_mean"] for x in lines if x["attack"] == "fgsm-mc" and x["cost_mean"]} == {
+        "90.0"
+    }
+    with pytest.raises(ValueError, match="have their columns already"):
+        collect_table(tmp_path, own_attacks=["mc"])
