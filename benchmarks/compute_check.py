@@ -15,7 +15,6 @@ PPOL runs only (run directories named by the mode alone).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 from collections import defaultdict
@@ -24,6 +23,7 @@ from pathlib import Path
 from compute_rates import RATES_CPU, on_the_rates_machine, without_stopped_epochs
 
 from robustsafe.experiments.compute import step_cost
+from robustsafe.files import read_csv_rows
 
 LEARNER_PREFIXES = ("focops", "sac-lag", "cvpo")  # run directories of the other learners
 
@@ -50,8 +50,7 @@ def main() -> None:
         task, mode = metrics.parts[-4], metrics.parts[-3]
         if mode.startswith(LEARNER_PREFIXES):
             continue
-        with metrics.open() as f:
-            rows = list(csv.DictReader(f))
+        rows = read_csv_rows(metrics)
         wall, _ = without_stopped_epochs(rows)
         cpu = "in the rates" if on_the_rates_machine(metrics.parent) else _cpu(metrics.parent)
         runs[(task, mode, cpu)].append((wall, int(rows[-1]["env_steps"])))

@@ -22,13 +22,12 @@ training's env + policy cost.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from robustsafe.files import read_yaml
+from robustsafe.files import read_csv_rows, read_yaml
 
 PARTS = ("time_env", "time_attack", "time_policy", "time_update")
 # The processor the rates were measured on; a run whose provenance names another one (another
@@ -97,8 +96,7 @@ def main() -> None:
     found = (sorted(Path(d).glob("*/*/seed*/metrics.csv")) for d in args.runs)
     for metrics in (m for runs in found for m in runs if on_the_rates_machine(m.parent)):
         env, mode = metrics.parts[-4], metrics.parts[-3]
-        with metrics.open() as f:
-            rows = list(csv.DictReader(f))
+        rows = read_csv_rows(metrics)
         s = sums[(env, mode)]
         layouts[(env, mode)][_layout(metrics.parent / "config.yaml")] += 1
         wall, parts = without_stopped_epochs(rows)

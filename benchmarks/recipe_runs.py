@@ -13,7 +13,6 @@ attacked). The small files of each run (config.yaml, metrics.csv, eval.json) are
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from robustsafe.experiments import runs_table
 from robustsafe.files import read_yaml
+from robustsafe.rundir import train_metrics
 from robustsafe.settings_io import to_dict
 
 LAST = 10
@@ -43,8 +43,7 @@ def multiplier_key(rows: list[dict[str, str]]) -> str:
 
 
 def training_summary(run: Path) -> dict[str, float]:
-    with (run / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
+    rows = train_metrics(run)
     tail = rows[-LAST:]
     return {
         "epochs": len(rows),

@@ -14,7 +14,6 @@ a run learned, for comparing calibration runs of unequal length).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -22,13 +21,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recipe_runs import LAST, finite_mean, multiplier_key, training_summary  # noqa: E402
 
+from robustsafe.rundir import train_metrics  # noqa: E402
+
 
 def band_rows(run: Path, band: int) -> list[str]:
     """One Markdown row per ``band`` epochs of ``run``: epochs, mean reward / cost / length /
     multiplier (lambda; FOCOPS's nu) of the training episodes (epochs that finished no episode
     are left out)."""
-    with (run / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
+    rows = train_metrics(run)
 
     out = []
     keys = ("ep_return", "ep_cost", "ep_length", multiplier_key(rows))

@@ -9,14 +9,14 @@ grid``) and writes a Markdown table.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 from pathlib import Path
 
+from robustsafe.files import read_csv_rows
+
 
 def summarise(metrics: Path) -> dict[str, float]:
-    with metrics.open() as f:
-        rows = list(csv.DictReader(f))
+    rows = read_csv_rows(metrics)
     total = {
         k: sum(float(r[k]) for r in rows)
         for k in ("time_env", "time_attack", "time_policy", "time_update")

@@ -12,7 +12,6 @@ shared machine says so.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -21,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from robustsafe.rundir import train_metrics
 
 
 def timed(cmd: list[str]) -> dict[str, Any]:
@@ -38,9 +39,7 @@ def timed(cmd: list[str]) -> dict[str, Any]:
 
 
 def last_epoch(run: Path) -> dict[str, str]:
-    with (run / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
-    return rows[-1]
+    return train_metrics(run)[-1]
 
 
 def main() -> None:

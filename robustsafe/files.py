@@ -1,12 +1,14 @@
 """Reading and writing files safely, for every module: atomic writes (a crash leaves the old
 file or the new one, never half of one), staged groups of files, readers that refuse what is not
-a regular file (a FIFO would wait forever) and that never run code from the file (JSON, and YAML
-through a safe loader that also refuses a key given twice), and a walk over a results tree.
+a regular file (a FIFO would wait forever) and that never run code from the file (CSV, JSON,
+and YAML through a safe loader that also refuses a key given twice), and a walk over a results tree.
 """
 
 from __future__ import annotations
 
+import csv
 import errno
+import io
 import json
 import os
 import shutil
@@ -106,6 +108,12 @@ def read_text_file(path: str | PathLike, newline: str | None = None) -> str:
         raise OSError("not a regular file")  # (the caller names the file)
     with open(path, newline=newline) as f:
         return f.read()
+
+
+def read_csv_rows(path: str | PathLike) -> list[dict[str, str]]:
+    """The rows of the CSV file ``path`` (``metrics.csv``), keyed by its header; OSError as
+    ``read_text_file``, csv.Error or UnicodeDecodeError for a file that is not CSV text."""
+    return list(csv.DictReader(io.StringIO(read_text_file(path, newline=""))))
 
 
 def read_json(path: str | PathLike) -> Any:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from robustsafe.config import TrainConfig
-from robustsafe.files import read_text_file, read_yaml, write_text_atomic
+from robustsafe.files import read_csv_rows, read_text_file, read_yaml, write_text_atomic
 from robustsafe.runstate import LOCK_NAME, check_unlocked, load_state
 from robustsafe.settings_io import NAMING_SETTINGS, flat_settings, from_dict
 
@@ -199,8 +199,7 @@ class MetricsCSV:
             os.fsync(f.fileno())
 
     def _rows(self) -> list[dict[str, str]]:
-        with self.path.open(newline="") as f:
-            return list(csv.DictReader(f))
+        return read_csv_rows(self.path)
 
     def _rewrite(self, rows: list[dict[str, str]]) -> None:
         """Replace the file by ``rows`` under ``self.fields`` (empty without fields), atomically:
@@ -250,8 +249,7 @@ def _at_most_one_epoch(out: Path) -> bool:
     path = out / "metrics.csv"
     if not path.exists():
         return True
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_csv_rows(path)
     return len(rows) <= 1 and all(r.get("epoch") == "1" for r in rows)
 
 
@@ -405,12 +403,13 @@ def check_metrics(path: Path, done: int, force: bool) -> None:
             )
         return
     try:
-        with path.open(newline="") as f:
-            reader = csv.DictReader(f)
-            rows = list(reader)
+        reader = csv.DictReader(io.StringIO(read_text_file(path, newline="")))
+        rows = list(reader)
         if reader.fieldnames is not None and "epoch" not in reader.fieldnames:
             raise KeyError("epoch")
         epochs = [int(row["epoch"]) for row in rows]
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read it ({err}); move it away to resume") from None
     except (KeyError, ValueError, TypeError, UnicodeDecodeError, csv.Error):
         raise ValueError(
             f"{path} is not a RobustSafe metrics file (it needs an integer 'epoch' column); "
@@ -432,6 +431,6 @@ def check_metrics(path: Path, done: int, force: bool) -> None:
         )
 
 
-def train_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    with (Path(run_dir) / "metrics.csv").open() as f:
-        return list(csv.DictReader(f))
+def train_metrics(run_dir: str | Path) -> list[dict[str, str]]:
+    """The rows of ``run_dir``'s ``metrics.csv``, one per epoch (``read_csv_rows``)."""
+    return read_csv_rows(Path(run_dir) / "metrics.csv")

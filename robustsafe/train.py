@@ -26,6 +26,7 @@ import torch
 import yaml
 
 from robustsafe.agent import build_networks, save_agent
+from robustsafe.buffers import Rollout
 from robustsafe.choices import OFF_POLICY_ALGOS
 from robustsafe.config import TrainConfig
 from robustsafe.critics import CriticTrainer, QCritics
@@ -239,27 +240,11 @@ def _train(
         parts = _Resumable(learner, critics, critic_trainer, collector, generator, np_rng, settings)
 
         start_epoch, env_steps, elapsed = 0, 0, 0.0
-        metrics: dict[str, float]
-        t_upd = 0.0
         if resume:
             start_epoch, env_steps, elapsed = parts.load(state_path)
         record_start(out, start_epoch)  # provenance.json: the code of this start / resume
-
-        metrics_csv = MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
-        from torch.utils.tensorboard import SummaryWriter
-
-        tb = SummaryWriter(str(out / "tb"), purge_step=start_epoch + 1)
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(
-                total=cfg.total_steps,
-                initial=env_steps,
-                unit="step",
-                dynamic_ncols=True,
-                desc=cfg.env_id if cfg.algo == "ppol" else f"{cfg.algo} {cfg.env_id}",
-            )
+        files = _EpochFiles(out, cfg, parts, start_epoch)
+        bar = _progress_bar(cfg, env_steps) if progress else None
         t_start = t_call - elapsed
         last_return = last_cost = float("nan")
         no_episode_epochs = 0
@@ -281,34 +266,36 @@ def _train(
                 )
             else:
                 result = collector.collect(actor, cfg.rollout_length, generator, perturb)
-            ro = result.rollout
+            ro, eps = result.rollout, result.episodes
             if epoch == 1:
                 _warn_if_no_cost(cfg.env_id, ro.cost)
             t_update = time.perf_counter()
-            eps = result.episodes
             # The multiplier follows the costs of the episodes that finished this epoch.
             mean_cost = float(np.mean([e.cost for e in eps])) if eps else None
-            # (off-policy learners: CVPO's and SAC-Lag's gradient multiplier move every
-            # gradient step; SAC-Lag's PID, like PPOL's, only in epochs that finish episodes)
             if not eps and not off_policy:
                 no_episode_epochs += 1
                 if no_episode_epochs == 1:
                     _warn_no_finished_episode(epoch, cfg, vec.max_episode_steps)
-            if off_policy:  # a multiplier that follows episode costs (SAC-Lag's PID) moves now
-                learner.end_epoch(mean_cost)  # type: ignore[union-attr]
-                metrics["lambda"] = learner.multiplier
 
             # ---- updates: the learner (with SA's extra loss), then the attackers' Q critics
+            # (off-policy learners: CVPO's and SAC-Lag's gradient multiplier move every
+            # gradient step; SAC-Lag's PID, like PPOL's, only in epochs that finish episodes)
             t_sa = 0.0
-            if not off_policy:
-                t_sa = time.perf_counter()
-                extra = hooks.sa_regularizer(torch.from_numpy(ro.obs.reshape(ro.size, -1)))
-                t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
-                metrics = learner.update(ro, mean_cost, generator, extra)  # type: ignore[call-arg]
-                check_finite(epoch, learner)  # before the critics' update samples its actions
+            if off_policy:
+                learner.end_epoch(mean_cost)  # type: ignore[union-attr]
+                metrics["lambda"] = learner.multiplier
+            else:
                 assert critic_trainer is not None
-                critic_trainer.add_rollout(ro)
-                metrics.update(critic_trainer.update(actor, np_rng))
+                metrics, t_sa = _on_policy_update(
+                    epoch,
+                    learner,
+                    critic_trainer,
+                    hooks,
+                    ro,
+                    mean_cost,
+                    generator,
+                    np_rng,  # type: ignore[arg-type]
+                )
             if norm is not None:  # new statistics from the next rollout on (logp stays valid)
                 norm.update(torch.from_numpy(ro.true_obs))
             check_finite(epoch, learner, critics)  # (the normaliser is the actor's)
@@ -335,25 +322,7 @@ def _train(
                 "time_policy": result.timing.policy,
                 "time_update": t_upd if off_policy else t_end - t_update - t_sa,
             }
-            metrics_csv.append(row)
-            for k, v in row.items():
-                if k != "epoch":
-                    tb.add_scalar(k, v, epoch)
-            tb.flush()
-            _save_agents(out, cfg, learner, critics, epoch)
-            elapsed = time.perf_counter() - t_start
-            save_state(state_path, parts.state_dict(epoch, env_steps, elapsed))
-            write_text_atomic(
-                out / "status.json",
-                json.dumps(
-                    {
-                        "epoch": epoch,
-                        "epochs": cfg.epochs,
-                        "env_steps": env_steps,
-                        "state_mtime_ns": state_path.stat().st_mtime_ns,
-                    }
-                ),
-            )
+            files.write(row, env_steps, time.perf_counter() - t_start)
             if bar is not None:
                 bar.update(ro.size)
                 bar.set_postfix(
@@ -368,7 +337,7 @@ def _train(
                 break
         if bar is not None:
             bar.close()
-        tb.close()
+        files.close()
     finally:
         vec.close()
     return out
@@ -430,6 +399,76 @@ def _off_policy_epoch(
     # "lambda" here keeps the metrics.csv column order; the caller updates it after end_epoch
     metrics.update({"lambda": learner.multiplier, "gradient_steps": float(steps)})
     return join_results(parts), metrics, t_update
+
+
+def _progress_bar(cfg: TrainConfig, env_steps: int) -> Any:
+    """The run's tqdm bar over its env steps, from ``env_steps`` on (a resume)."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=cfg.total_steps,
+        initial=env_steps,
+        unit="step",
+        dynamic_ncols=True,
+        desc=cfg.env_id if cfg.algo == "ppol" else f"{cfg.algo} {cfg.env_id}",
+    )
+
+
+def _on_policy_update(
+    epoch: int,
+    learner: OnPolicyLearner,
+    critic_trainer: CriticTrainer,
+    hooks: RobustHooks,
+    ro: Rollout,
+    mean_cost: float | None,
+    generator: torch.Generator,
+    np_rng: np.random.Generator,
+) -> tuple[dict[str, float], float]:
+    """An on-policy epoch's updates: the learner's, with SA-PPOL's regulariser where the mode
+    has one, then the attackers' Q critics on the rollout. Returns the metrics and the
+    regulariser's seconds (an attack: timed apart from the update)."""
+    t_sa = time.perf_counter()
+    extra = hooks.sa_regularizer(torch.from_numpy(ro.obs.reshape(ro.size, -1)))
+    t_sa = time.perf_counter() - t_sa if extra is not None else 0.0
+    metrics = learner.update(ro, mean_cost, generator, extra)  # type: ignore[call-arg]
+    check_finite(epoch, learner)  # before the critics' update samples its actions
+    critic_trainer.add_rollout(ro)
+    metrics.update(critic_trainer.update(learner.actor, np_rng))
+    return metrics, t_sa
+
+
+class _EpochFiles:
+    """What each epoch writes in the run directory, in this order: its metrics.csv row and
+    TensorBoard scalars, agent.pt (and a checkpoint), state.pt, then status.json (which names
+    state.pt's time: a kill between them leaves a state that resuming checks)."""
+
+    def __init__(self, out: Path, cfg: TrainConfig, parts: _Resumable, start_epoch: int) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.out, self.cfg, self.parts = out, cfg, parts
+        self.metrics_csv = MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
+        self.tb = SummaryWriter(str(out / "tb"), purge_step=start_epoch + 1)
+
+    def write(self, row: dict[str, Any], env_steps: int, elapsed: float) -> None:
+        epoch = int(row["epoch"])
+        self.metrics_csv.append(row)
+        for k, v in row.items():
+            if k != "epoch":
+                self.tb.add_scalar(k, v, epoch)
+        self.tb.flush()
+        _save_agents(self.out, self.cfg, self.parts.learner, self.parts.critics, epoch)
+        state_path = self.out / "state.pt"
+        save_state(state_path, self.parts.state_dict(epoch, env_steps, elapsed))
+        status = {
+            "epoch": epoch,
+            "epochs": self.cfg.epochs,
+            "env_steps": env_steps,
+            "state_mtime_ns": state_path.stat().st_mtime_ns,
+        }
+        write_text_atomic(self.out / "status.json", json.dumps(status))
+
+    def close(self) -> None:
+        self.tb.close()
 
 
 class TrainingDivergedError(ValueError):

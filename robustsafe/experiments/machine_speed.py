@@ -10,13 +10,13 @@ expected time by. It measures the machine as loaded at the time, other jobs incl
 
 from __future__ import annotations
 
-import csv
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from robustsafe.experiments import compute_rates as rates
+from robustsafe.rundir import train_metrics
 
 PARTS = ("time_env", "time_attack", "time_policy", "time_update")
 
@@ -47,8 +47,7 @@ def train_split(
         cmd = [sys.executable, "-m", "robustsafe.cli", "train", "--env", env_id]
         cmd += ["--preset", preset, "--epochs", str(epochs), "--out", str(out), "--no-progress"]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        with (out / "metrics.csv").open() as f:
-            return per_step(list(csv.DictReader(f)), skip)
+        return per_step(train_metrics(out), skip)
 
 
 def machine_factor(seconds_per_step: float) -> float:

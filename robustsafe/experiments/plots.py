@@ -343,8 +343,7 @@ class TrainingRun:
 
 def load_training_run(run_dir: str | Path) -> TrainingRun:
     """Read ``config.yaml`` and ``metrics.csv`` of a run directory; ValueError if unusable."""
-    from robustsafe.files import read_text_file
-    from robustsafe.rundir import load_run_config
+    from robustsafe.rundir import load_run_config, train_metrics
 
     run_dir = Path(run_dir)
     try:
@@ -352,7 +351,7 @@ def load_training_run(run_dir: str | Path) -> TrainingRun:
     except FileNotFoundError as err:
         raise ValueError(str(err)) from None
     try:
-        rows = list(csv.DictReader(io.StringIO(read_text_file(run_dir / "metrics.csv", ""))))
+        rows = train_metrics(run_dir)
     except FileNotFoundError:
         raise ValueError(f"{run_dir} holds no metrics.csv (no training epoch)") from None
     except OSError as err:

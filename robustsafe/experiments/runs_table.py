@@ -26,7 +26,7 @@ from robustsafe.experiments.eval_files import find_eval_files, load_eval_file
 from robustsafe.experiments.names import algo_key, env_key, method_key, method_name
 from robustsafe.experiments.table import AVERAGED_ATTACKS, ResultsTable, collect_table
 from robustsafe.experiments.table_format import write_prefixed
-from robustsafe.files import read_text_file
+from robustsafe.files import read_csv_rows, read_text_file
 from robustsafe.provenance import PROVENANCE_NAME
 from robustsafe.rundir import load_run_config
 
@@ -120,7 +120,7 @@ def training_tail(metrics_csv: Path, epochs: int = TRAIN_EPOCHS) -> TrainingTail
     ``metrics.csv`` (epochs that finished no episode left out) and its last wall time; every
     field None if the file is missing or unreadable."""
     try:
-        rows = list(csv.DictReader(io.StringIO(read_text_file(metrics_csv, newline=""))))
+        rows = read_csv_rows(metrics_csv)
     except (OSError, csv.Error, UnicodeDecodeError):
         return TrainingTail(None, None, None)
     tail = rows[-epochs:]

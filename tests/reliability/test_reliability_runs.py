@@ -327,6 +327,24 @@ def test_resume_with_a_foreign_metrics_file_is_a_one_line_error(cli_run, capsys,
     assert (cli_run / "metrics.csv").read_text() == text
 
 
+def test_resume_with_a_fifo_for_metrics_is_a_one_line_error_not_a_wait(cli_run, capsys):
+    """The resume check opened metrics.csv with a plain open: a FIFO there waited for a writer."""
+    import os
+    import signal
+
+    (cli_run / "metrics.csv").unlink()
+    os.mkfifo(cli_run / "metrics.csv")
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the resume waited on a FIFO"))
+    signal.alarm(20)
+    try:
+        assert main(["train", "--resume", "--out", str(cli_run), "--epochs", "3"]) == 2
+    finally:
+        signal.alarm(0)
+    err = capsys.readouterr().err
+    assert one_line_error(err) and "metrics.csv: cannot read it (not a regular file)" in err
+    assert run_status(cli_run) == (2, 2)
+
+
 def test_resume_with_epochs_missing_from_metrics_refuses_unless_forced(cli_run, capsys):
     path = cli_run / "metrics.csv"
     header, first, _second = path.read_text().splitlines(keepends=True)
