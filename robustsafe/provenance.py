@@ -64,6 +64,37 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
     return platform.processor() or None
 
 
+# Vector instruction sets that change which floating-point kernels run, widest first.
+_SIMD = ("avx512f", "avx2", "avx", "sse4_2", "neon", "asimd")
+
+
+def cpu_kind(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The first processor's vendor, family, model and stepping and its widest vector
+    instruction set, from ``cpuinfo`` (Linux), e.g. ``AuthenticAMD family 26 model 2 stepping
+    1, avx512f``: a virtual machine's model name ("AMD EPYC") may name processors that give
+    other numbers. None where ``cpuinfo`` says none of these."""
+    try:
+        first = read_text_file(cpuinfo).split("\n\n", 1)[0]
+    except (OSError, UnicodeDecodeError):
+        return None
+    fields: dict[str, str] = {}
+    for line in first.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    named = (
+        ("", "vendor_id"),
+        ("family ", "cpu family"),
+        ("model ", "model"),
+        ("stepping ", "stepping"),
+    )
+    words = [label + fields[key] for label, key in named if fields.get(key)]
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    simd = next((s for s in _SIMD if s in flags), None)
+    if not words and simd is None:
+        return None
+    return ", ".join(x for x in (" ".join(words), simd) if x)
+
+
 def git_state(package_dir: Path) -> tuple[str | None, bool | None]:
     """(commit, modified) of the git checkout that tracks ``package_dir/__init__.py``:
     ``modified`` is whether the package's tracked files differ from the commit. (None, None)
@@ -88,6 +119,7 @@ def code_version() -> dict[str, Any]:
         "python": platform.python_version(),
         "machine": platform.machine() or None,
         "cpu": cpu_model(),
+        "cpu_kind": cpu_kind(),
     }
     info.update({name: _library_version(name) for name in LIBRARIES})
     return info

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tiny_config import tiny_config
 
-from robustsafe.provenance import code_version, cpu_model, git_state
+from robustsafe.provenance import code_version, cpu_kind, cpu_model, git_state
 from robustsafe.train import train
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -99,6 +99,26 @@ def test_cpu_model_reads_the_first_model_name(tmp_path):
 
     assert cpu_model(cpuinfo) == (platform.processor() or None)
     assert cpu_model(tmp_path / "missing") == (platform.processor() or None)
+
+
+def test_cpu_kind_tells_apart_processors_that_share_a_model_name(tmp_path):
+    """Two virtual machines both named "AMD EPYC" trained the same run to other numbers: the
+    kind names the family, model and stepping and the widest vector instructions."""
+    cpuinfo = tmp_path / "cpuinfo"
+    zen = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: {}\nmodel\t\t: {}\n"
+    zen += "model name\t: AMD EPYC\nstepping\t: 1\nflags\t\t: fpu sse4_2 avx {}\n\n"
+    zen += "processor\t: 1\nvendor_id\t: Other\ncpu family\t: 1\n"
+    cpuinfo.write_text(zen.format(26, 2, "avx2 avx512f avx512bw"))
+    assert cpu_kind(cpuinfo) == "AuthenticAMD family 26 model 2 stepping 1, avx512f"
+    cpuinfo.write_text(zen.format(25, 1, "avx2"))
+    assert cpu_kind(cpuinfo) == "AuthenticAMD family 25 model 1 stepping 1, avx2"
+    assert cpu_model(cpuinfo) == "AMD EPYC"  # the same name for both
+    cpuinfo.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm\n")
+    assert cpu_kind(cpuinfo) == "asimd"  # an ARM kernel's list names no family
+    cpuinfo.write_text("processor\t: 0\n")
+    assert cpu_kind(cpuinfo) is None
+    assert cpu_kind(tmp_path / "missing") is None
+    assert code_version()["cpu_kind"] == cpu_kind()
 
 
 @pytest.mark.filterwarnings("ignore:epoch 1 finished no episode")
