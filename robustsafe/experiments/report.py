@@ -31,6 +31,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from robustsafe.experiments.names import (
     algo_key,
@@ -47,6 +48,10 @@ from robustsafe.files import (
     walk_files,
     write_text_atomic,
 )
+
+if TYPE_CHECKING:  # annotations only: the helpers import these modules where they run
+    from robustsafe.experiments.plots import TrainingRun
+    from robustsafe.experiments.table import ResultsTable
 
 REPORT_NAME = "report.html"
 _CSS = """
@@ -221,17 +226,28 @@ def _learner(cfg: dict) -> str:
 def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[Path, list[str]]:
     """Write the page (default ``DIR/report.html``); returns its path and notes (what could
     not be included). ValueError if ``runs_dir`` holds no run."""
-    from robustsafe.experiments.appendix import write_appendix
-    from robustsafe.experiments.plots import load_training_run, write_curves_figure
-    from robustsafe.experiments.runs_table import write_runs_tables
-    from robustsafe.experiments.table import collect_table
-    from robustsafe.experiments.table_format import write_tables
-
     root = Path(runs_dir)
     if not root.is_dir():
         raise ValueError(f"{root} is not a directory")
     page = Path(out) if out is not None else root / REPORT_NAME
     page_dir = page.resolve().parent
+    runs = _report_runs(root)
+    notes: list[str] = []
+    body = _intro(root, runs)
+    with tempfile.TemporaryDirectory(prefix="robustsafe-report-") as tmp:
+        tables, files = _tables_section(root, Path(tmp), notes)
+        body += tables
+        body += _figures_section(runs, files, Path(tmp), notes)
+    body += _videos_section(root, page_dir)
+    body += ['<h2 id="runs">Runs</h2>', _runs_table(runs, page_dir)]
+    body += _settings_section(runs)
+    body += _notes_section(notes)
+    write_text_atomic(page, _page_text(root, body))
+    return page, notes
+
+
+def _report_runs(root: Path) -> list[RunInfo]:
+    """The runs under ``root`` (``find_runs``); ValueError if it holds none."""
     unreadable: list[Path] = []
     runs = find_runs(root, unreadable)
     if not runs:
@@ -239,91 +255,146 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
         raise ValueError(
             f"{root} holds no run directory (config.yaml with metrics.csv/eval.json){why}"
         )
-    notes: list[str] = []
-    body: list[str] = [f"<h1>RobustSafe report: {html.escape(str(root))}</h1>"]
+    return runs
+
+
+def _intro(root: Path, runs: Sequence[RunInfo]) -> list[str]:
+    """The page's heading and its first paragraph: how many runs, on which envs, the sections."""
     envs = sorted({r.env_id for r in runs}, key=env_key)
-    body.append(
+    return [
+        f"<h1>RobustSafe report: {html.escape(str(root))}</h1>",
         f"<p>{len(runs)} runs on {html.escape(', '.join(envs))}. Sections: "
         '<a href="#tables">tables</a>, <a href="#figures">figures</a>, '
         '<a href="#videos">videos</a>, <a href="#runs">runs</a>, '
-        '<a href="#settings">settings</a>.</p>'
-    )
-    with tempfile.TemporaryDirectory(prefix="robustsafe-report-") as tmp:
-        tmp_dir = Path(tmp)
-        # tables
-        body.append('<h2 id="tables">Tables</h2>')
-        files: list[Path] = []
+        '<a href="#settings">settings</a>.</p>',
+    ]
+
+
+def _tables_section(root: Path, tmp_dir: Path, notes: list[str]) -> tuple[list[str], list[Path]]:
+    """The Tables section, and every file ``robustsafe table``'s writers made (figures too)."""
+    from robustsafe.experiments.table import collect_table
+
+    body = ['<h2 id="tables">Tables</h2>']
+    try:
+        table = collect_table(root)
+    except (ValueError, FileNotFoundError) as err:
+        notes.append(f"no tables: {err}")
+        body.append(f"<p>No table: {html.escape(str(err))}</p>")
+        return body, []
+    files, missing = _write_table_files(root, tmp_dir / "table", table, notes)
+    return body + missing + _markdown_sections(files), files
+
+
+def _write_table_files(
+    root: Path, prefix: Path, table: ResultsTable, notes: list[str]
+) -> tuple[list[Path], list[str]]:
+    """Each table writer's files at ``prefix``, and a paragraph for each that could not write."""
+    from robustsafe.experiments.appendix import write_appendix
+    from robustsafe.experiments.runs_table import write_runs_tables
+    from robustsafe.experiments.table_format import write_tables
+
+    files: list[Path] = []
+    missing: list[str] = []
+    for what, write in (  # each on its own: one that cannot be made leaves the others
+        ("Table 1", write_tables),
+        ("appendix tables and figures", write_appendix),
+        ("runs table", write_runs_tables),
+    ):
         try:
-            table = collect_table(root)
+            files += write(root, prefix, table=table)
         except (ValueError, FileNotFoundError) as err:
-            notes.append(f"no tables: {err}")
-            body.append(f"<p>No table: {html.escape(str(err))}</p>")
-        else:  # each part on its own: one that cannot be made leaves the others on the page
-            for what, write in (
-                ("Table 1", write_tables),
-                ("appendix tables and figures", write_appendix),
-                ("runs table", write_runs_tables),
-            ):
-                try:
-                    files += write(root, tmp_dir / "table", table=table)
-                except (ValueError, FileNotFoundError) as err:
-                    notes.append(f"no {what}: {err}")
-                    body.append(f"<p>No {what}: {html.escape(str(err))}</p>")
-        for md in [f for f in files if f.suffix == ".md"]:
-            body.append(f'<section class="table" id="{html.escape(md.stem)}">')
-            body.append(markdown_to_html(md.read_text()))
-            body.append("</section>")
-        # figures
-        body.append('<h2 id="figures">Figures</h2>')
-        trained = []
-        for r in runs:
-            if (r.path / "metrics.csv").exists():
-                try:
-                    trained.append(load_training_run(r.path))
-                except ValueError as err:
-                    notes.append(str(err))
-        figures: list[tuple[Path, str]] = []
-        if trained:
+            notes.append(f"no {what}: {err}")
+            missing.append(f"<p>No {what}: {html.escape(str(err))}</p>")
+    return files, missing
+
+
+def _markdown_sections(files: Sequence[Path]) -> list[str]:
+    """Each Markdown file among ``files`` as an HTML section named after it."""
+    body = []
+    for md in [f for f in files if f.suffix == ".md"]:
+        body.append(f'<section class="table" id="{html.escape(md.stem)}">')
+        body.append(markdown_to_html(md.read_text()))
+        body.append("</section>")
+    return body
+
+
+def _figures_section(
+    runs: Sequence[RunInfo], files: Sequence[Path], tmp_dir: Path, notes: list[str]
+) -> list[str]:
+    """The Figures section: the training curves, then the PNG figures among ``files``."""
+    figures = _curves_figure(runs, tmp_dir / "curves", notes)
+    for f in files:
+        if f.suffix == ".png":
+            figures.append((f, f"{f.stem} (robustsafe table's appendix figure)"))
+    body = ['<h2 id="figures">Figures</h2>']
+    body += [_png_figure(path, caption) for path, caption in figures]
+    if not figures:
+        body.append("<p>No figure.</p>")
+    return body
+
+
+def _curves_figure(
+    runs: Sequence[RunInfo], prefix: Path, notes: list[str]
+) -> list[tuple[Path, str]]:
+    """The training curves figure with its caption (none where no run has a history)."""
+    from robustsafe.experiments.plots import write_curves_figure
+
+    trained = _training_histories(runs, notes)
+    if not trained:
+        return []
+    try:
+        paths, curve_notes = write_curves_figure(trained, prefix, smooth=10)
+    except ValueError as err:
+        notes.append(f"no training curves: {err}")
+        return []
+    notes += curve_notes
+    caption = (
+        "Training curves: mean across seeds, band = std across seeds, each "
+        "seed averaged over its last 10 epochs"
+    )
+    return [(paths[0], caption)]
+
+
+def _training_histories(runs: Sequence[RunInfo], notes: list[str]) -> list[TrainingRun]:
+    """The ``metrics.csv`` history of each run with one; a note for each that cannot be read."""
+    from robustsafe.experiments.plots import load_training_run
+
+    trained = []
+    for r in runs:
+        if (r.path / "metrics.csv").exists():
             try:
-                paths, curve_notes = write_curves_figure(trained, tmp_dir / "curves", smooth=10)
-                notes += curve_notes
-                figures.append(
-                    (
-                        paths[0],
-                        "Training curves: mean across seeds, band = std across seeds, each "
-                        "seed averaged over its last 10 epochs",
-                    )
-                )
+                trained.append(load_training_run(r.path))
             except ValueError as err:
-                notes.append(f"no training curves: {err}")
-        for f in files:
-            if f.suffix == ".png":
-                figures.append((f, f"{f.stem} (robustsafe table's appendix figure)"))
-        for path, caption in figures:
-            body.append(_png_figure(path, caption))
-        if not figures:
-            body.append("<p>No figure.</p>")
-    # videos
-    body.append('<h2 id="videos">Videos</h2>')
+                notes.append(str(err))
+    return trained
+
+
+def _videos_section(root: Path, page_dir: Path) -> list[str]:
+    """The Videos section: every ``*.mp4`` and ``*.gif`` under ``root``, shown and linked."""
+    body = ['<h2 id="videos">Videos</h2>']
     videos = sorted(p for p in walk_files(root) if p.suffix in (".mp4", ".gif"))
-    if videos:
-        for v in videos:
-            href = _href(v.resolve(), page_dir)
-            name = html.escape(v.relative_to(root).as_posix())
-            shown = (
-                f'<video controls src="{href}" width="640"></video>'
-                if v.suffix == ".mp4"
-                else f'<img src="{href}" alt="{name}" width="640">'  # a GIF (no imageio-ffmpeg)
-            )
-            caption = f'<figcaption><a href="{href}">{name}</a></figcaption>'
-            body.append(f"<figure>{shown}{caption}</figure>")
-    else:
+    if not videos:
         body.append("<p>No video (<code>robustsafe evaluate --video DIR</code> makes them).</p>")
-    # runs
-    body.append('<h2 id="runs">Runs</h2>')
-    body.append(_runs_table(runs, page_dir))
-    # settings
-    body.append('<h2 id="settings">Settings</h2>')
+    body += [_video_figure(v, root, page_dir) for v in videos]
+    return body
+
+
+def _video_figure(video: Path, root: Path, page_dir: Path) -> str:
+    """One video in a ``<figure>``, captioned with its link (its path under ``root``)."""
+    href = _href(video.resolve(), page_dir)
+    name = html.escape(video.relative_to(root).as_posix())
+    shown = (
+        f'<video controls src="{href}" width="640"></video>'
+        if video.suffix == ".mp4"
+        else f'<img src="{href}" alt="{name}" width="640">'  # a GIF (no imageio-ffmpeg)
+    )
+    caption = f'<figcaption><a href="{href}">{name}</a></figcaption>'
+    return f"<figure>{shown}{caption}</figure>"
+
+
+def _settings_section(runs: Sequence[RunInfo]) -> list[str]:
+    """The Settings section: each (env, learner, mode, preset)'s first ``config.yaml``."""
+    body = ['<h2 id="settings">Settings</h2>']
     seen: set[tuple[str, str, str, str]] = set()
     for r in runs:
         key = (r.env_id, r.algo, r.mode, r.preset)
@@ -337,17 +408,23 @@ def write_report(runs_dir: str | Path, out: str | Path | None = None) -> tuple[P
             f"{html.escape(', '.join(str(s) for s in seeds))})</summary>"
             f"<pre>{html.escape(r.config_text)}</pre></details>"
         )
-    if notes:
-        body.append("<h2>Notes</h2><ul>")
-        body += [f"<li>{html.escape(n)}</li>" for n in notes]
-        body.append("</ul>")
-    text = (
+    return body
+
+
+def _notes_section(notes: Sequence[str]) -> list[str]:
+    """The Notes section, a list item per note (nothing without notes)."""
+    if not notes:
+        return []
+    return ["<h2>Notes</h2><ul>", *(f"<li>{html.escape(n)}</li>" for n in notes), "</ul>"]
+
+
+def _page_text(root: Path, body: Sequence[str]) -> str:
+    """The whole HTML document around ``body``."""
+    return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>RobustSafe report: {html.escape(str(root))}</title>\n"
         f"<style>{_CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
     )
-    write_text_atomic(page, text)
-    return page, notes
 
 
 def _runs_table(runs: Sequence[RunInfo], page_dir: Path) -> str:

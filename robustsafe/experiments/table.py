@@ -42,7 +42,6 @@ for the robust modes).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from os import PathLike
@@ -58,6 +57,7 @@ from robustsafe.experiments.names import (
     method_name,
     paper_attacker,
 )
+from robustsafe.experiments.table_pooling import pooling_notes
 
 # (key in eval.json, column title)
 ATTACK_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -176,124 +176,120 @@ def build_table(
     own (in no Average)."""
     if average not in AVERAGE_POOLS:
         raise ValueError(f"average must be one of {sorted(AVERAGE_POOLS)}, got {average!r}")
+    own_attacks = _checked_own_attacks(own_attacks)
+    notes = list(notes)
+    rows = [
+        _method_row(key, members, own_attacks, AVERAGE_POOLS[average], notes)
+        for key, members in _group_files(files).items()
+    ]
+    rows.sort(key=lambda r: (env_key(r.env_id), algo_key(r.algo), method_key(r.mode)))
+    columns = own_columns(own_attacks)
+    final: list[MethodRow] = []
+    for env_id in dict.fromkeys(r.env_id for r in rows):
+        final += _env_rows(env_id, [r for r in rows if r.env_id == env_id], columns, notes)
+    return ResultsTable(tuple(final), tuple(notes), source, average, own_attacks)
+
+
+def _checked_own_attacks(own_attacks: Sequence[str]) -> tuple[str, ...]:
+    """Users' own attackers, each once; ValueError for a paper attacker's name."""
     own_attacks = tuple(dict.fromkeys(own_attacks))
     paper = [a for a in own_attacks if paper_attacker(a)]
     if paper:
         raise ValueError(f"{', '.join(paper)}: the paper's attackers have their columns already")
-    columns = own_columns(own_attacks)
-    pooled = AVERAGE_POOLS[average]
-    notes = list(notes)
+    return own_attacks
+
+
+def _group_files(files: Iterable[EvalFile]) -> dict[tuple[str, str, str], list[EvalFile]]:
+    """The evaluations by (env id, learner, training mode), groups in first-seen order."""
     groups: dict[tuple[str, str, str], list[EvalFile]] = {}
     for f in files:
         groups.setdefault((f.env_id, f.algo, f.mode), []).append(f)
+    return groups
 
-    rows: list[MethodRow] = []
-    for (env_id, algo, mode), members in groups.items():
-        members = sorted(members, key=lambda f: (f.train_seed is None, f.train_seed or 0, f.path))
-        name = f"{method_name(mode, algo)} on {env_id}"
-        seen: dict[int, Path] = {}
-        for f in members:
-            if f.train_seed is None:
-                continue
-            if f.train_seed in seen:
-                raise ValueError(
-                    f"{name}: seed {f.train_seed} is evaluated twice ({seen[f.train_seed]} and "
-                    f"{f.path}); pooling both would count that seed twice: remove one"
-                )
-            seen[f.train_seed] = f.path
-        epsilon = _group_epsilon(name, members)
-        seedless = [f for f in members if f.train_seed is None]
-        if len(seedless) > 1:
-            notes.append(
-                f"{name} pools {len(seedless)} evaluations that record no training seed "
-                "(e.g. of --policy agents) as that many seeds; nothing shows they are not one "
-                "agent evaluated twice."
-            )
-        counts = {len(f.episodes["none"]) for f in members if f.episodes.get("none")}
-        if len(counts) > 1:
-            notes.append(
-                f"{name}: its runs have different numbers of natural episodes "
-                f"({', '.join(map(str, sorted(counts)))}); the pooled cells weigh them by "
-                "their episodes, not equally."
-            )
-        budgets = {
-            f.train_epsilon
-            for f in members
-            if f.train_epsilon is not None
-            and epsilon is not None
-            and not math.isclose(f.train_epsilon, epsilon, rel_tol=1e-6)  # (a printed --eps)
-        }
-        if budgets and epsilon is not None:
-            notes.append(
-                f"{name} was trained at epsilon {', '.join(f'{b:g}' for b in sorted(budgets))} "
-                f"and attacked here at {epsilon:g}."
-            )
-        presets = sorted({f.preset for f in members if f.preset})
-        if len(presets) > 1:
-            notes.append(f"{name} pools runs of different presets ({', '.join(presets)}).")
-        actions = sorted({f.actions for f in members if f.actions})
-        if len(actions) > 1:
-            notes.append(f"{name} pools evaluations of different actions ({'; '.join(actions)}).")
-        epochs = sorted({f.agent_epoch for f in members if f.agent_epoch is not None})
-        if len(epochs) > 1:
-            notes.append(
-                f"{name} pools agents of different epochs ({', '.join(map(str, epochs))}): "
-                "some runs may be unfinished."
-            )
-        shown = set(own_attacks)
-        own = sorted(
-            {a for f in members for a in f.episodes if not paper_attacker(a) and a not in shown}
-        )
-        if own:
-            notes.append(
-                f"{name}: its evaluations hold attackers that are not the paper's "
-                f"({', '.join(own)}), in no column here (`robustsafe table --attacks` adds "
-                "columns for them; `robustsafe plot sweep` draws them)."
-            )
-        cells: dict[str, Cell | None] = {}
-        for key, _ in columns[:-1]:
-            runs = [f.episodes[key] for f in members if f.episodes.get(key)]
-            cells[key] = Cell.pool(runs) if runs else None
-        complete = [f for f in members if all(f.episodes.get(a) for a in pooled)]
-        cells[AVERAGE] = (
-            Cell.pool([[ep for a in pooled for ep in f.episodes[a]] for f in complete])
-            if complete
-            else None
-        )
-        rows.append(
-            MethodRow(
-                env_id=env_id,
-                mode=mode,
-                failing=False,
-                epsilon=epsilon,
-                seeds=tuple(f.train_seed for f in members),
-                cells=cells,
-                algo=algo,
-            )
-        )
 
-    rows.sort(key=lambda r: (env_key(r.env_id), algo_key(r.algo), method_key(r.mode)))
-    final: list[MethodRow] = []
-    for env_id in dict.fromkeys(r.env_id for r in rows):
-        starred: list[MethodRow] = []
-        for algo in dict.fromkeys(r.algo for r in rows if r.env_id == env_id):
-            algo_rows = [r for r in rows if r.env_id == env_id and r.algo == algo]
-            starred += _star_failing(env_id, algo_rows, notes)
-        env_rows = []  # marks per learner; SAC-Lag's entropy weights compete as one learner
-        for learner in dict.fromkeys(_learner(r.algo) for r in starred):
-            learner_rows = [r for r in starred if _learner(r.algo) == learner]
-            env_rows += _mark_lowest_costs(learner_rows, columns)
-        final.extend(env_rows)
-        eps = {r.method: r.epsilon for r in env_rows if r.epsilon is not None}
-        if len(set(eps.values())) > 1:
-            notes.append(
-                f"on {env_id} the methods were attacked at different epsilons: "
-                + ", ".join(f"{m} {e:g}" for m, e in eps.items())
-                + "."
+def _method_row(
+    key: tuple[str, str, str],
+    members: Sequence[EvalFile],
+    own_attacks: Sequence[str],
+    pooled: Sequence[str],
+    notes: list[str],
+) -> MethodRow:
+    """One (env id, learner, mode) group's row, unstarred and unmarked; its notes to ``notes``."""
+    env_id, algo, mode = key
+    members = sorted(members, key=lambda f: (f.train_seed is None, f.train_seed or 0, f.path))
+    name = f"{method_name(mode, algo)} on {env_id}"
+    _check_seeds_once(name, members)
+    epsilon = _group_epsilon(name, members)
+    notes.extend(pooling_notes(name, members, epsilon, own_attacks))
+    return MethodRow(
+        env_id=env_id,
+        mode=mode,
+        failing=False,
+        epsilon=epsilon,
+        seeds=tuple(f.train_seed for f in members),
+        cells=_pooled_cells(members, own_attacks, pooled),
+        algo=algo,
+    )
+
+
+def _check_seeds_once(name: str, members: Sequence[EvalFile]) -> None:
+    """ValueError if two of a method's evaluations are of the same training seed."""
+    seen: dict[int, Path] = {}
+    for f in members:
+        if f.train_seed is None:
+            continue
+        if f.train_seed in seen:
+            raise ValueError(
+                f"{name}: seed {f.train_seed} is evaluated twice ({seen[f.train_seed]} and "
+                f"{f.path}); pooling both would count that seed twice: remove one"
             )
-        for r in env_rows:
-            notes.extend(_coverage_notes(r, columns))
-    return ResultsTable(tuple(final), tuple(notes), source, average, own_attacks)
+        seen[f.train_seed] = f.path
+
+
+def _pooled_cells(
+    members: Sequence[EvalFile], own_attacks: Sequence[str], pooled: Sequence[str]
+) -> dict[str, Cell | None]:
+    """A row's cells: each attacker's episodes pooled, and the Average of the complete runs."""
+    cells: dict[str, Cell | None] = {}
+    for key, _ in own_columns(own_attacks)[:-1]:
+        runs = [f.episodes[key] for f in members if f.episodes.get(key)]
+        cells[key] = Cell.pool(runs) if runs else None
+    complete = [f for f in members if all(f.episodes.get(a) for a in pooled)]
+    cells[AVERAGE] = (
+        Cell.pool([[ep for a in pooled for ep in f.episodes[a]] for f in complete])
+        if complete
+        else None
+    )
+    return cells
+
+
+def _env_rows(
+    env_id: str, rows: Sequence[MethodRow], columns: Sequence[tuple[str, str]], notes: list[str]
+) -> list[MethodRow]:
+    """An env's rows starred and marked; its epsilon and coverage notes to ``notes``."""
+    starred: list[MethodRow] = []
+    for algo in dict.fromkeys(r.algo for r in rows):
+        starred += _star_failing(env_id, [r for r in rows if r.algo == algo], notes)
+    env_rows = []  # marks per learner; SAC-Lag's entropy weights compete as one learner
+    for learner in dict.fromkeys(_learner(r.algo) for r in starred):
+        learner_rows = [r for r in starred if _learner(r.algo) == learner]
+        env_rows += _mark_lowest_costs(learner_rows, columns)
+    notes.extend(_epsilon_notes(env_id, env_rows))
+    for r in env_rows:
+        notes.extend(_coverage_notes(r, columns))
+    return env_rows
+
+
+def _epsilon_notes(env_id: str, env_rows: Sequence[MethodRow]) -> list[str]:
+    """A note if an env's methods were attacked at different epsilons."""
+    eps = {r.method: r.epsilon for r in env_rows if r.epsilon is not None}
+    if len(set(eps.values())) <= 1:
+        return []
+    return [
+        f"on {env_id} the methods were attacked at different epsilons: "
+        + ", ".join(f"{m} {e:g}" for m, e in eps.items())
+        + "."
+    ]
 
 
 def _group_epsilon(name: str, members: Sequence[EvalFile]) -> float | None:
