@@ -152,6 +152,11 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
+def _is_rule(line: str) -> bool:
+    """Whether ``line`` is a Markdown table's header rule (``|---|--:|``; a blank line is not)."""
+    return line.startswith("|") and "-" in line and set(line) <= set("|-: ")
+
+
 def markdown_to_html(text: str) -> str:
     """The Markdown ``robustsafe table`` writes: headings, pipe tables, paragraphs."""
     out: list[str] = []
@@ -163,7 +168,7 @@ def markdown_to_html(text: str) -> str:
             level = min(len(line) - len(line.lstrip("#")) + 2, 6)  # below the page's own
             out.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
             i += 1
-        elif line.startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: "):
+        elif line.startswith("|") and i + 1 < len(lines) and _is_rule(lines[i + 1]):
             head = _cells(line)
             aligns = ["num" if c.endswith(":") else "" for c in _cells(lines[i + 1])]
             out.append("<table>\n<tr>" + "".join(f"<th>{_inline(h)}</th>" for h in head) + "</tr>")

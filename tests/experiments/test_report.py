@@ -189,6 +189,9 @@ def test_markdown_conversion_keeps_every_row_and_marks():
     assert "<b>x</b>" in html and "<code>2</code>" in html and 'class="num"' in html
     assert "line one<br>" in html and "<h3>Title</h3>" in html
     assert Page(markdown_to_html("| a |\n|---|\n| z |")).tables == [[["a"], ["z"]]]  # at the end
+    # a line of bars followed by a blank line is text, not a table with that line as its header
+    lone = markdown_to_html("| a | x\n\nnext")
+    assert "<table>" not in lone and "next" in lone and Page(lone).tables == []
 
 
 @pytest.mark.skipif(not COMMITTED.is_dir(), reason="no committed Table 1")
