@@ -33,7 +33,8 @@ This package plans and schedules, one module per job (every name is importable f
 - ``plan``: ``plan_grid`` / ``plan_run`` (``PlannedRun``: train, resume or skip, and which
   evaluations are out of date), ``format_plan``, and ``RunResult`` / ``format_results``;
 - ``commands``: the command of each job (``train_command``, ``evaluate_command``,
-  ``extra_command``: the appendix's evaluation and the xi sweep);
+  ``extra_command``: the appendix's evaluation and the xi sweep), and the jobs that the driver
+  runs (a command with its log);
 - ``driver``: ``run_grid``, which executes a plan and holds ``<out>/.grid.lock``.
 
 Starting a command is a launcher's job (``robustsafe.experiments.launchers``:

@@ -1,14 +1,18 @@
 """The commands (after ``python``) that the grid runs for a planned run: its training or
 resume (``robustsafe train``), its evaluation (``robustsafe evaluate``) and its extra
-evaluations (the appendix's attackers, ``robustsafe xi-sweep``)."""
+evaluations (the appendix's attackers, ``robustsafe xi-sweep``); and the driver's jobs, each
+such a command with its log."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
 
 from robustsafe.choices import split_algo
 from robustsafe.experiments.grid.plan import PlannedRun, expected_attacks
-from robustsafe.experiments.grid.spec import GridSpec
+from robustsafe.experiments.grid.spec import Action, GridSpec
 from robustsafe.settings_io import set_key
 
 
@@ -101,3 +105,66 @@ def extra_command(spec: GridSpec, plan: PlannedRun, name: str) -> list[str]:
     attacks = ",".join(["none", *spec.appendix_attacks])
     cmd = ["-m", "robustsafe.cli", "evaluate", "--run", str(plan.run_dir), "--attacks", attacks]
     return [*cmd, *eps, *common, "--no-progress"]
+
+
+# ----------------------------------------------------------------------------- jobs
+
+
+@dataclass
+class _Job:
+    """A command that the driver runs for a run of the plan, its log, and how it ran."""
+
+    kind: Literal["train", "evaluate", "extra"]
+    index: int  # position in the plan
+    args: list[str]
+    log_path: Path
+    started: float = 0.0  # time.monotonic() at its start
+    started_at: str = ""  # ... and the UTC date and time, for timings.json
+    from_epoch: int = 0  # a training's epochs done at its start
+    log_offset: int = 0
+    handle: Any = None
+    name: str = ""  # the file an "extra" job writes
+    lost: int = 0  # times its node was lost (Ray)
+
+
+def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
+    """The evaluation of a run, at the epsilon of its own config.yaml."""
+    from robustsafe.rundir import load_run_config
+
+    try:
+        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
+    except (OSError, ValueError):
+        pass  # the evaluation will report the problem with the run
+    return _Job("evaluate", index, evaluate_command(spec, plan), plan.run_dir / "eval.log")
+
+
+def _extra_jobs(spec: GridSpec, index: int, plan: PlannedRun) -> list[_Job]:
+    """The extra evaluations of a run, at the epsilon of its own config.yaml."""
+    from robustsafe.rundir import load_run_config
+
+    if not plan.extra:
+        return []
+    try:
+        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
+    except (OSError, ValueError):
+        pass  # the evaluation will report the problem with the run
+    return [
+        _Job(
+            "extra",
+            index,
+            extra_command(spec, plan, name),
+            plan.run_dir / (Path(name).stem + ".log"),
+            name=name,
+        )
+        for name in plan.extra
+    ]
+
+
+def _after_loss(spec: GridSpec, job: _Job, plan: PlannedRun) -> _Job:
+    """The job again after its node was lost: a training resumes from the epochs that the
+    driver's copy of the run holds (from the start if none)."""
+    args = job.args
+    if job.kind == "train":
+        action: Action = "resume" if (plan.run_dir / "state.pt").exists() else "train"
+        args = train_command(spec, replace(plan, action=action))
+    return replace(job, args=args, handle=None, lost=job.lost + 1)

@@ -14,16 +14,22 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from robustsafe.experiments.grid.commands import evaluate_command, extra_command, train_command
+from robustsafe.experiments.grid.commands import (
+    _after_loss,
+    _eval_job,
+    _extra_jobs,
+    _Job,
+    train_command,
+)
 from robustsafe.experiments.grid.plan import (
     PlannedRun,
     RunResult,
     check_saved_settings,
     plan_grid,
 )
-from robustsafe.experiments.grid.spec import Action, EvalStatus, GridSpec, TrainStatus, check_envs
+from robustsafe.experiments.grid.spec import EvalStatus, GridSpec, TrainStatus, check_envs
 from robustsafe.experiments.launchers import RUN_LOST, make_launcher
 from robustsafe.runstate import RunLockedError, check_unlocked, run_lock
 
@@ -31,21 +37,6 @@ LOG_TAIL_LINES = 15
 MAX_LOST = 3  # times a run may be lost with its node (Ray) before the grid gives up on it
 STOPPED = -1001  # a job's end when the grid itself is stopped (SIGTERM, Ctrl-C)
 _ENDINGS = {RUN_LOST: "lost", STOPPED: "interrupted"}  # timings.json's names for those ends
-
-
-@dataclass
-class _Job:
-    kind: Literal["train", "evaluate", "extra"]
-    index: int  # position in the plan
-    args: list[str]
-    log_path: Path
-    started: float = 0.0  # time.monotonic() at its start
-    started_at: str = ""  # ... and the UTC date and time, for timings.json
-    from_epoch: int = 0  # a training's epochs done at its start
-    log_offset: int = 0
-    handle: Any = None
-    name: str = ""  # the file an "extra" job writes
-    lost: int = 0  # times its node was lost (Ray)
 
 
 @dataclass
@@ -160,139 +151,167 @@ def _execute(
     log: Callable[[str], None],
     poll_interval: float,
 ) -> list[RunResult]:
+    """Run the plan's jobs through ``launcher``, as many at once as it has room for."""
     for p in plan:
         _close_interrupted(p.run_dir, log)
-    pending: deque[_Job] = deque()
-    # Evaluations of already-finished runs first (quick, and they need no training).
-    for i, p in enumerate(plan):
-        if p.action == "skip":
-            _keep_previous(p.run_dir, ["eval.json"] * p.evaluate + list(p.extra), log)
-        if p.action == "skip" and p.evaluate:
-            pending.append(_eval_job(spec, i, p))
-        if p.action == "skip":
-            pending.extend(_extra_jobs(spec, i, p))
-    for i, p in enumerate(plan):
-        if p.action != "skip":
-            pending.append(_Job("train", i, train_command(spec, p), p.run_dir / "train.log"))
-    # every job planned, the evaluations that follow a training included (a failed training's
-    # are taken off again)
-    after_training = {
-        i: 1 + len(p.extra)
-        for i, p in enumerate(plan)
-        if p.action != "skip" and states[i].evaluation == "pending"
-    }
-    total = len(pending) + sum(after_training.values())
-    running: list[_Job] = []
-    n_started = 0
+    jobs = _Jobs(spec, plan, states, launcher, log)
+    jobs.queue_plan()
+    try:
+        while jobs.pending or jobs.running:
+            room = launcher.capacity()
+            jobs.say_if_waiting(room)
+            while jobs.pending and len(jobs.running) < room:
+                jobs.start(jobs.pending.popleft())
+            time.sleep(poll_interval)
+            jobs.poll()
+    finally:
+        jobs.stop_running()  # interrupted: end what this grid started
+    return [s.result() for s in states]
 
-    def describe(job: _Job) -> str:
-        p = plan[job.index]
+
+@dataclass
+class _Jobs:
+    """The jobs of one grid: those waiting, those running, and how each ended."""
+
+    spec: GridSpec
+    plan: list[PlannedRun]
+    states: list[_State]
+    launcher: Any
+    log: Callable[[str], None]
+    pending: deque[_Job] = field(default_factory=deque)
+    running: list[_Job] = field(default_factory=list)
+    after_training: dict[int, int] = field(default_factory=dict)  # run: evaluations after it
+    total: int = 0  # jobs planned, for the log's [started/total]
+    n_started: int = 0
+    waiting_said: bool = False
+
+    def describe(self, job: _Job) -> str:
+        """The job and its run, as the log names them."""
+        p = self.plan[job.index]
         return f"{job.name or job.kind} {p.env_id} {p.label} seed {p.seed}"
 
-    def finish(job: _Job, rc: int) -> None:
-        nonlocal total
-        s = states[job.index]
-        p = plan[job.index]
-        seconds = time.monotonic() - job.started
-        _record_timing(job, p.run_dir, seconds, rc, log)
-        if rc == RUN_LOST and job.lost < MAX_LOST:
-            again = _after_loss(spec, job, p)
-            pending.appendleft(again)
-            total += 1
-            where = f"from epoch {_epochs_done(p.run_dir)}" if job.kind == "train" else "again"
-            log(f"[grid] LOST  {describe(job)}: its node was lost; it runs {where}")
-            return
-        if job.kind == "extra":
-            if _finish_extra(s, job, rc):
-                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
-                return
-        elif job.kind == "train":
-            s.train_seconds = seconds
-            s.epochs_done = _epochs_done(p.run_dir)  # a crash may leave some epochs saved
-            complete = s.epochs_done >= p.epochs_planned
-            if rc == 0 and not complete:
-                s.notes.append(
-                    f"training exited normally but the run holds {s.epochs_done}"
-                    f"/{p.epochs_planned} epochs"
+    def queue_plan(self) -> None:
+        """Queue the finished runs' evaluations (quick, no training needed), then the trainings."""
+        for i, p in enumerate(self.plan):
+            if p.action == "skip":
+                _keep_previous(p.run_dir, ["eval.json"] * p.evaluate + list(p.extra), self.log)
+                if p.evaluate:
+                    self.pending.append(_eval_job(self.spec, i, p))
+                self.pending.extend(_extra_jobs(self.spec, i, p))
+        for i, p in enumerate(self.plan):
+            if p.action != "skip":
+                args = train_command(self.spec, p)
+                self.pending.append(_Job("train", i, args, p.run_dir / "train.log"))
+        # every job planned, the evaluations that follow a training included (a failed
+        # training's are taken off again)
+        self.after_training = {
+            i: 1 + len(p.extra)
+            for i, p in enumerate(self.plan)
+            if p.action != "skip" and self.states[i].evaluation == "pending"
+        }
+        self.total = len(self.pending) + sum(self.after_training.values())
+
+    def say_if_waiting(self, room: int) -> None:
+        """Say once that jobs wait while no node has room (a cluster that lost its nodes)."""
+        if self.pending and not self.running and room == 0:
+            if not self.waiting_said:
+                self.log(
+                    f"[grid] waiting: no node has room for a run now ({len(self.pending)} "
+                    "pending); it goes on when one joins (Ctrl-C stops the grid)"
                 )
-            if rc == 0 and complete:
-                s.train = "resumed" if p.action == "resume" else "trained"
-                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
-                if s.evaluation == "pending":
-                    _keep_previous(p.run_dir, ["eval.json", *p.extra], log)
-                    extras = _extra_jobs(spec, job.index, p)
-                    pending.extendleft(reversed(extras))
-                    pending.appendleft(_eval_job(spec, job.index, p))
-                return
-            s.train = "failed"
-            total -= after_training.get(job.index, 0)
-            s.extra.update((name, "not-run") for name in p.extra)
-            if s.evaluation == "pending":
-                s.evaluation = "not-run"
+                self.waiting_said = True
         else:
-            s.eval_seconds = seconds
-            if rc == 0 and (p.run_dir / "eval.json").exists():
-                s.evaluation = "evaluated"
-                log(f"[grid] done  {describe(job)} in {seconds:.1f} s")
-                return
-            s.evaluation = "failed"
+            self.waiting_said = False
+
+    def start(self, job: _Job) -> None:
+        """Start ``job`` through the launcher: running, or failed if it cannot start."""
+        self.n_started += 1
+        run_dir = self.plan[job.index].run_dir
+        job.started = time.monotonic()
+        job.started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        if job.kind == "train":
+            job.from_epoch = _epochs_done(run_dir)
+        try:
+            job.log_path.parent.mkdir(parents=True, exist_ok=True)
+            job.log_offset = job.log_path.stat().st_size if job.log_path.exists() else 0
+            job.handle = self.launcher.start(job.args, job.log_path, run_dir)
+        except OSError as err:
+            _cannot_start(self.states[job.index], job, err)
+            self.log(f"[grid] FAILED {self.describe(job)}: cannot start: {err}")
+            return
+        _record_timing(job, run_dir, None, None, self.log)
+        self.log(
+            f"[grid] [{self.n_started}/{self.total}] start {self.describe(job)} -> {job.log_path}"
+        )
+        self.running.append(job)
+
+    def poll(self) -> None:
+        """Take every job that has ended off ``running`` and record how it ended."""
+        for job in list(self.running):
+            rc = job.handle.poll()
+            if rc is not None:
+                self.running.remove(job)
+                self.finish(job, rc)
+
+    def finish(self, job: _Job, rc: int) -> None:
+        """Record how ``job`` ended, and queue what follows: it again if lost, else evaluations."""
+        seconds = time.monotonic() - job.started
+        _record_timing(job, self.plan[job.index].run_dir, seconds, rc, self.log)
+        if rc == RUN_LOST and job.lost < MAX_LOST:
+            self.queue_again(job)
+            return
+        if not self.record_end(job, rc, seconds):
+            self.report_failure(job, rc)
+            return
+        self.log(f"[grid] done  {self.describe(job)} in {seconds:.1f} s")
+        if job.kind == "train" and self.states[job.index].evaluation == "pending":
+            self.queue_evaluations(job)
+
+    def queue_again(self, job: _Job) -> None:
+        """Queue first, to run again, a job whose node was lost (Ray)."""
+        p = self.plan[job.index]
+        self.pending.appendleft(_after_loss(self.spec, job, p))
+        self.total += 1
+        where = f"from epoch {_epochs_done(p.run_dir)}" if job.kind == "train" else "again"
+        self.log(f"[grid] LOST  {self.describe(job)}: its node was lost; it runs {where}")
+
+    def record_end(self, job: _Job, rc: int, seconds: float) -> bool:
+        """Record the end of ``job`` in its run's state; True if it succeeded."""
+        state = self.states[job.index]
+        if job.kind == "extra":
+            return _finish_extra(state, job, rc)
+        if job.kind == "train":
+            if _finish_training(state, rc, seconds):
+                return True
+            self.total -= self.after_training.get(job.index, 0)
+            return False
+        return _finish_evaluation(state, rc, seconds)
+
+    def queue_evaluations(self, job: _Job) -> None:
+        """Queue first a trained run's evaluation, then its extra ones (old files kept)."""
+        p = self.plan[job.index]
+        _keep_previous(p.run_dir, ["eval.json", *p.extra], self.log)
+        extras = _extra_jobs(self.spec, job.index, p)
+        self.pending.extendleft(reversed(extras))
+        self.pending.appendleft(_eval_job(self.spec, job.index, p))
+
+    def report_failure(self, job: _Job, rc: int) -> None:
+        """Record a failed job's exit status and log the last lines of its log."""
+        s = self.states[job.index]
         s.exit_code = rc
         s.log_tail = _tail(job.log_path, job.log_offset)
-        log(f"[grid] FAILED {describe(job)} (exit status {rc}); last lines of {job.log_path}:")
+        self.log(
+            f"[grid] FAILED {self.describe(job)} (exit status {rc}); last lines of {job.log_path}:"
+        )
         for line in s.log_tail.splitlines():
-            log(f"[grid]   {line}")
+            self.log(f"[grid]   {line}")
 
-    waiting_said = False
-    try:
-        while pending or running:
-            room = launcher.capacity()
-            if pending and not running and room == 0:  # a cluster that lost its nodes
-                if not waiting_said:
-                    log(
-                        f"[grid] waiting: no node has room for a run now ({len(pending)} "
-                        "pending); it goes on when one joins (Ctrl-C stops the grid)"
-                    )
-                    waiting_said = True
-            else:
-                waiting_said = False
-            while pending and len(running) < room:
-                job = pending.popleft()
-                n_started += 1
-                job.started = time.monotonic()
-                job.started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-                if job.kind == "train":
-                    job.from_epoch = _epochs_done(plan[job.index].run_dir)
-                try:
-                    job.log_path.parent.mkdir(parents=True, exist_ok=True)
-                    job.log_offset = job.log_path.stat().st_size if job.log_path.exists() else 0
-                    job.handle = launcher.start(job.args, job.log_path, plan[job.index].run_dir)
-                except OSError as err:
-                    s = states[job.index]
-                    if job.kind == "train":
-                        s.train = "failed"
-                        s.evaluation = "not-run" if s.evaluation == "pending" else s.evaluation
-                    elif job.kind == "extra":
-                        s.extra[job.name] = "failed"
-                    else:
-                        s.evaluation = "failed"
-                    s.log_tail = f"cannot start: {err}"
-                    log(f"[grid] FAILED {describe(job)}: cannot start: {err}")
-                    continue
-                _record_timing(job, plan[job.index].run_dir, None, None, log)
-                log(f"[grid] [{n_started}/{total}] start {describe(job)} -> {job.log_path}")
-                running.append(job)
-            time.sleep(poll_interval)
-            for job in list(running):
-                rc = job.handle.poll()
-                if rc is not None:
-                    running.remove(job)
-                    finish(job, rc)
-    finally:
-        for job in running:  # interrupted: end what this grid started
+    def stop_running(self) -> None:
+        """Stop the jobs still running and record them as stopped with the grid."""
+        for job in self.running:
             job.handle.stop()
             seconds = time.monotonic() - job.started
-            _record_timing(job, plan[job.index].run_dir, seconds, STOPPED, log)
-    return [s.result() for s in states]
+            _record_timing(job, self.plan[job.index].run_dir, seconds, STOPPED, self.log)
 
 
 GRID_LOCK_NAME = ".grid.lock"  # in --out: two grids never train one folder at once
@@ -339,27 +358,6 @@ def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) 
                 kept = path.with_name(f"{path.stem}.replaced-{stamp}-{n}{path.suffix}")
             shutil.copy2(path, kept)
             log(f"[grid] {path} is evaluated again; the previous one is kept as {kept}")
-
-
-def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
-    """The evaluation of a run, at the epsilon of its own config.yaml."""
-    from robustsafe.rundir import load_run_config
-
-    try:
-        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
-    except (OSError, ValueError):
-        pass  # the evaluation will report the problem with the run
-    return _Job("evaluate", index, evaluate_command(spec, plan), plan.run_dir / "eval.log")
-
-
-def _after_loss(spec: GridSpec, job: _Job, plan: PlannedRun) -> _Job:
-    """The job again after its node was lost: a training resumes from the epochs that the
-    driver's copy of the run holds (from the start if none)."""
-    args = job.args
-    if job.kind == "train":
-        action: Action = "resume" if (plan.run_dir / "state.pt").exists() else "train"
-        args = train_command(spec, replace(plan, action=action))
-    return replace(job, args=args, handle=None, lost=job.lost + 1)
 
 
 def _record_timing(
@@ -424,30 +422,51 @@ def _epochs_done(run_dir: Path) -> int:
     return status[0] if status is not None else 0
 
 
-def _extra_jobs(spec: GridSpec, index: int, plan: PlannedRun) -> list[_Job]:
-    """The extra evaluations of a run, at the epsilon of its own config.yaml."""
-    from robustsafe.rundir import load_run_config
-
-    if not plan.extra:
-        return []
-    try:
-        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
-    except (OSError, ValueError):
-        pass  # the evaluation will report the problem with the run
-    return [
-        _Job(
-            "extra",
-            index,
-            extra_command(spec, plan, name),
-            plan.run_dir / (Path(name).stem + ".log"),
-            name=name,
-        )
-        for name in plan.extra
-    ]
-
-
 def _finish_extra(state: _State, job: _Job, rc: int) -> bool:
     """Record the end of an extra evaluation; True if it succeeded."""
     ok = rc == 0 and (state.plan.run_dir / job.name).exists()
     state.extra[job.name] = "evaluated" if ok else "failed"
     return ok
+
+
+def _finish_training(state: _State, rc: int, seconds: float) -> bool:
+    """Record the end of a training; True if it ended with every planned epoch saved."""
+    p = state.plan
+    state.train_seconds = seconds
+    state.epochs_done = _epochs_done(p.run_dir)  # a crash may leave some epochs saved
+    complete = state.epochs_done >= p.epochs_planned
+    if rc == 0 and not complete:
+        state.notes.append(
+            f"training exited normally but the run holds {state.epochs_done}"
+            f"/{p.epochs_planned} epochs"
+        )
+    if rc == 0 and complete:
+        state.train = "resumed" if p.action == "resume" else "trained"
+        return True
+    state.train = "failed"
+    state.extra.update((name, "not-run") for name in p.extra)
+    if state.evaluation == "pending":
+        state.evaluation = "not-run"
+    return False
+
+
+def _finish_evaluation(state: _State, rc: int, seconds: float) -> bool:
+    """Record the end of an evaluation; True if it succeeded (eval.json written)."""
+    state.eval_seconds = seconds
+    if rc == 0 and (state.plan.run_dir / "eval.json").exists():
+        state.evaluation = "evaluated"
+        return True
+    state.evaluation = "failed"
+    return False
+
+
+def _cannot_start(state: _State, job: _Job, err: OSError) -> None:
+    """Record that ``job`` could not start (its log's folder, the launcher)."""
+    if job.kind == "train":
+        state.train = "failed"
+        state.evaluation = "not-run" if state.evaluation == "pending" else state.evaluation
+    elif job.kind == "extra":
+        state.extra[job.name] = "failed"
+    else:
+        state.evaluation = "failed"
+    state.log_tail = f"cannot start: {err}"
