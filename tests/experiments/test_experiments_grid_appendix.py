@@ -136,3 +136,31 @@ def test_grid_writes_the_appendix_evaluations_beside_eval_json(tmp_path, importa
     ]
     assert json.loads((vanilla / "eval-xi.json").read_text())["xi_values"] == [0.2]
     assert extra_evaluation_is_current(adv, "eval-appendix.json", other, 0.05)
+
+
+def test_a_training_that_cannot_start_takes_its_extra_evaluations_with_it(
+    tmp_path, importable_toy, monkeypatch
+):
+    """A training whose process could not start (its log's folder, the launcher: an OSError)
+    left its extra evaluations "pending" after the grid had ended, and the log's count of jobs
+    kept its evaluations; a training that starts and fails takes both off."""
+    from robustsafe.experiments.grid import driver
+    from robustsafe.experiments.launchers import LocalLauncher
+
+    class NoSeed0Training(LocalLauncher):
+        def start(self, args, log_path, run_dir):
+            if "train" in args and run_dir.name == "seed0":
+                raise PermissionError(13, "Permission denied", str(log_path))
+            return super().start(args, log_path, run_dir)
+
+    monkeypatch.setattr(driver, "make_launcher", lambda *a: NoSeed0Training(1))
+    logged: list[str] = []
+    s = spec(tmp_path / "g", modes=("vanilla",), seeds=(0, 1), xi_sweep=())
+    no_start, trained = run_grid(s, log=logged.append)
+    assert (no_start.train, no_start.evaluation) == ("failed", "not-run")
+    assert no_start.extra == (("eval-appendix.json", "not-run"),)
+    assert "cannot start: [Errno 13] Permission denied" in no_start.log_tail
+    assert (trained.train, trained.evaluation) == ("trained", "evaluated")
+    assert trained.extra == (("eval-appendix.json", "evaluated"),)
+    counts = [line.split()[1] for line in logged if " start " in line]
+    assert counts == ["[2/4]", "[3/4]", "[4/4]"]  # seed 0's training, then seed 1's three jobs

@@ -237,6 +237,8 @@ class _Jobs:
             job.handle = self.launcher.start(job.args, job.log_path, run_dir)
         except OSError as err:
             _cannot_start(self.states[job.index], job, err)
+            if job.kind == "train":  # its evaluations will not run either
+                self.total -= self.after_training.get(job.index, 0)
             self.log(f"[grid] FAILED {self.describe(job)}: cannot start: {err}")
             return
         _record_timing(job, run_dir, None, None, self.log)
@@ -464,6 +466,7 @@ def _cannot_start(state: _State, job: _Job, err: OSError) -> None:
     """Record that ``job`` could not start (its log's folder, the launcher)."""
     if job.kind == "train":
         state.train = "failed"
+        state.extra.update((name, "not-run") for name in state.plan.extra)
         state.evaluation = "not-run" if state.evaluation == "pending" else state.evaluation
     elif job.kind == "extra":
         state.extra[job.name] = "failed"
