@@ -127,27 +127,28 @@ class _Job:
     lost: int = 0  # times its node was lost (Ray)
 
 
-def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
-    """The evaluation of a run, at the epsilon of its own config.yaml."""
+def _at_run_epsilon(plan: PlannedRun) -> PlannedRun:
+    """``plan`` at the epsilon of its run's own config.yaml (unchanged where that is not
+    readable: the evaluation will report the problem with the run)."""
     from robustsafe.rundir import load_run_config
 
     try:
-        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
+        return replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
     except (OSError, ValueError):
-        pass  # the evaluation will report the problem with the run
+        return plan
+
+
+def _eval_job(spec: GridSpec, index: int, plan: PlannedRun) -> _Job:
+    """The evaluation of a run, at the epsilon of its own config.yaml."""
+    plan = _at_run_epsilon(plan)
     return _Job("evaluate", index, evaluate_command(spec, plan), plan.run_dir / "eval.log")
 
 
 def _extra_jobs(spec: GridSpec, index: int, plan: PlannedRun) -> list[_Job]:
     """The extra evaluations of a run, at the epsilon of its own config.yaml."""
-    from robustsafe.rundir import load_run_config
-
     if not plan.extra:
         return []
-    try:
-        plan = replace(plan, epsilon=load_run_config(plan.run_dir).robust.epsilon)
-    except (OSError, ValueError):
-        pass  # the evaluation will report the problem with the run
+    plan = _at_run_epsilon(plan)
     return [
         _Job(
             "extra",
