@@ -113,7 +113,7 @@ def read_text_file(path: str | PathLike, newline: str | None = None) -> str:
 def read_csv_rows(path: str | PathLike) -> list[dict[str, str]]:
     """The rows of the CSV file ``path`` (``metrics.csv``), keyed by its header; OSError as
     ``read_text_file``, csv.Error or UnicodeDecodeError for a file that is not CSV text."""
-    return list(csv.DictReader(io.StringIO(read_text_file(path, newline=""))))
+    return list(csv.DictReader(io.StringIO(read_text_file(path, newline=""), newline="")))
 
 
 def read_json(path: str | PathLike) -> Any:

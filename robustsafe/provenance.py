@@ -64,30 +64,37 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
     return platform.processor() or None
 
 
-# Vector instruction sets that change which floating-point kernels run, widest first.
-_SIMD = ("avx512f", "avx2", "avx", "sse4_2", "neon", "asimd")
+# Vector instruction sets that change which floating-point kernels run, widest first (x86,
+# then ARM).
+_SIMD = ("avx512f", "avx2", "avx", "sse4_2", "sve2", "sve", "asimd", "neon")
+# The fields that name a processor: x86 (vendor, family, model, stepping), then ARM.
+_KIND_FIELDS = (
+    ("", "vendor_id"),
+    ("family ", "cpu family"),
+    ("model ", "model"),
+    ("stepping ", "stepping"),
+    ("implementer ", "CPU implementer"),
+    ("part ", "CPU part"),
+    ("variant ", "CPU variant"),
+    ("revision ", "CPU revision"),
+)
 
 
 def cpu_kind(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The first processor's vendor, family, model and stepping and its widest vector
-    instruction set, from ``cpuinfo`` (Linux), e.g. ``AuthenticAMD family 26 model 2 stepping
-    1, avx512f``: a virtual machine's model name ("AMD EPYC") may name processors that give
-    other numbers. None where ``cpuinfo`` says none of these."""
+    """The processor's vendor, family, model and stepping (ARM: implementer, part, variant,
+    revision) and its widest vector instruction set, from the first value of each field in
+    ``cpuinfo`` (Linux), e.g. ``AuthenticAMD family 26 model 2 stepping 1, avx512f``: a
+    virtual machine's model name ("AMD EPYC") may name processors that give other numbers.
+    None where ``cpuinfo`` says none of these (other kernels' formats are not read)."""
     try:
-        first = read_text_file(cpuinfo).split("\n\n", 1)[0]
-    except (OSError, UnicodeDecodeError):
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
         return None
     fields: dict[str, str] = {}
-    for line in first.splitlines():
+    for line in text.splitlines():
         key, _, value = line.partition(":")
         fields.setdefault(key.strip(), value.strip())
-    named = (
-        ("", "vendor_id"),
-        ("family ", "cpu family"),
-        ("model ", "model"),
-        ("stepping ", "stepping"),
-    )
-    words = [label + fields[key] for label, key in named if fields.get(key)]
+    words = [label + fields[key] for label, key in _KIND_FIELDS if fields.get(key)]
     flags = set((fields.get("flags") or fields.get("Features") or "").split())
     simd = next((s for s in _SIMD if s in flags), None)
     if not words and simd is None:

@@ -249,7 +249,10 @@ def _at_most_one_epoch(out: Path) -> bool:
     path = out / "metrics.csv"
     if not path.exists():
         return True
-    rows = read_csv_rows(path)
+    try:
+        rows = read_csv_rows(path)
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return False  # not a first epoch's file: the caller's error names the folder
     return len(rows) <= 1 and all(r.get("epoch") == "1" for r in rows)
 
 
@@ -403,7 +406,7 @@ def check_metrics(path: Path, done: int, force: bool) -> None:
             )
         return
     try:
-        reader = csv.DictReader(io.StringIO(read_text_file(path, newline="")))
+        reader = csv.DictReader(io.StringIO(read_text_file(path, newline=""), newline=""))
         rows = list(reader)
         if reader.fieldnames is not None and "epoch" not in reader.fieldnames:
             raise KeyError("epoch")

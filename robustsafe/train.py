@@ -322,7 +322,7 @@ def _train(
                 "time_policy": result.timing.policy,
                 "time_update": t_upd if off_policy else t_end - t_update - t_sa,
             }
-            files.write(row, env_steps, time.perf_counter() - t_start)
+            files.write(row, env_steps, t_start)
             if bar is not None:
                 bar.update(ro.size)
                 bar.set_postfix(
@@ -449,7 +449,9 @@ class _EpochFiles:
         self.metrics_csv = MetricsCSV(out / "metrics.csv", keep_through_epoch=start_epoch)
         self.tb = SummaryWriter(str(out / "tb"), purge_step=start_epoch + 1)
 
-    def write(self, row: dict[str, Any], env_steps: int, elapsed: float) -> None:
+    def write(self, row: dict[str, Any], env_steps: int, t_start: float) -> None:
+        """Write epoch ``row["epoch"]``'s files; the state's elapsed seconds since ``t_start``
+        (a ``perf_counter`` time) count the writing of everything before it."""
         epoch = int(row["epoch"])
         self.metrics_csv.append(row)
         for k, v in row.items():
@@ -458,6 +460,7 @@ class _EpochFiles:
         self.tb.flush()
         _save_agents(self.out, self.cfg, self.parts.learner, self.parts.critics, epoch)
         state_path = self.out / "state.pt"
+        elapsed = time.perf_counter() - t_start
         save_state(state_path, self.parts.state_dict(epoch, env_steps, elapsed))
         status = {
             "epoch": epoch,

@@ -1,5 +1,5 @@
-"""robustsafe.files: atomic writes keep a replaced file's permissions; the results reader's
-rules for epsilon."""
+"""robustsafe.files: atomic writes keep a replaced file's permissions; the CSV reader; the
+results reader's rules for epsilon."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from robustsafe.experiments.eval_files import parse_results
-from robustsafe.files import write_text_atomic
+from robustsafe.files import read_csv_rows, write_text_atomic
 
 
 def _mode(path) -> int:
@@ -33,3 +33,23 @@ def test_an_attacked_result_needs_its_epsilon_the_natural_one_may_leave_it_out()
     assert [(r.attack, r.epsilon) for r in results] == [("none", 0.0)]
     with pytest.raises(ValueError, match="f: attacker 'mad' has epsilon None"):
         parse_results({"results": [{"attack": "mad", "episodes": episodes}]}, "f")
+
+
+def test_the_csv_reader_reads_any_line_ends_and_refuses_what_is_not_a_file(tmp_path):
+    import signal
+
+    path = tmp_path / "metrics.csv"
+    for ends in ("\n", "\r\n", "\r"):  # the last: a file saved with old Mac line ends
+        path.write_bytes(ends.join(["epoch,x", "1,0.5", "2,"]).encode() + ends.encode())
+        assert read_csv_rows(path) == [{"epoch": "1", "x": "0.5"}, {"epoch": "2", "x": ""}]
+    path.unlink()
+    os.mkfifo(path)
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("read_csv_rows waited on a FIFO"))
+    signal.alarm(5)
+    try:
+        with pytest.raises(OSError, match="not a regular file"):
+            read_csv_rows(path)
+    finally:
+        signal.alarm(0)
+    with pytest.raises(OSError, match="not a regular file"):
+        read_csv_rows(tmp_path)

@@ -113,8 +113,15 @@ def test_cpu_kind_tells_apart_processors_that_share_a_model_name(tmp_path):
     cpuinfo.write_text(zen.format(25, 1, "avx2"))
     assert cpu_kind(cpuinfo) == "AuthenticAMD family 25 model 1 stepping 1, avx2"
     assert cpu_model(cpuinfo) == "AMD EPYC"  # the same name for both
-    cpuinfo.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm\n")
-    assert cpu_kind(cpuinfo) == "asimd"  # an ARM kernel's list names no family
+    arm = "processor\t: 0\nFeatures\t: fp asimd {}\nCPU implementer\t: 0x41\n"
+    arm += "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: {}\nCPU revision\t: 1\n"
+    cpuinfo.write_text(arm.format("sve", "0xd40"))  # an ARM kernel names the part, not a family
+    assert cpu_kind(cpuinfo) == "implementer 0x41 part 0xd40 variant 0x1 revision 1, sve"
+    cpuinfo.write_text(arm.format("evtstrm", "0xd0c"))
+    assert cpu_kind(cpuinfo) == "implementer 0x41 part 0xd0c variant 0x1 revision 1, asimd"
+    # a byte that is not UTF-8 (a model name in another encoding) does not hide the rest
+    cpuinfo.write_bytes(zen.format(26, 2, "avx2").replace("EPYC", "EPYC\xae").encode("latin-1"))
+    assert cpu_kind(cpuinfo) == "AuthenticAMD family 26 model 2 stepping 1, avx2"
     cpuinfo.write_text("processor\t: 0\n")
     assert cpu_kind(cpuinfo) is None
     assert cpu_kind(tmp_path / "missing") is None

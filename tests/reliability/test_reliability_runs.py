@@ -327,6 +327,28 @@ def test_resume_with_a_foreign_metrics_file_is_a_one_line_error(cli_run, capsys,
     assert (cli_run / "metrics.csv").read_text() == text
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory", "binary"])
+def test_a_fresh_train_over_an_unreadable_metrics_file_names_the_folder(tmp_path, kind, capsys):
+    """A folder with a config.yaml and a metrics.csv that cannot be read as CSV holds no run
+    to restart: the one-line refusal names the folder (a FIFO made it wait; a directory gave
+    an error without the path)."""
+    import os
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.yaml").write_text("env_id: x\n")
+    metrics = out / "metrics.csv"
+    if kind == "fifo":
+        os.mkfifo(metrics)
+    elif kind == "directory":
+        metrics.mkdir()
+    else:
+        metrics.write_bytes(b"epoch\n\xff\xfe\n")
+    assert main(["train", "--env", TOY, "--out", str(out), "--epochs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) and f"{out} is not empty" in err and "--force" in err
+
+
 def test_resume_with_a_fifo_for_metrics_is_a_one_line_error_not_a_wait(cli_run, capsys):
     """The resume check opened metrics.csv with a plain open: a FIFO there waited for a writer."""
     import os
@@ -343,6 +365,28 @@ def test_resume_with_a_fifo_for_metrics_is_a_one_line_error_not_a_wait(cli_run, 
     err = capsys.readouterr().err
     assert one_line_error(err) and "metrics.csv: cannot read it (not a regular file)" in err
     assert run_status(cli_run) == (2, 2)
+
+
+def test_a_resumed_runs_wall_time_counts_the_writing_of_the_last_saved_epoch(
+    tmp_path, toy_env_id, monkeypatch
+):
+    """The elapsed seconds a state saves are taken after the epoch's metrics row, TensorBoard
+    and agent files: a resume that started from seconds taken before them lost their time."""
+    import time as time_module
+
+    import robustsafe.train as train_module
+
+    save_agents = train_module._save_agents
+
+    def slow_save(*args, **kwargs):
+        time_module.sleep(0.3)
+        save_agents(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "_save_agents", slow_save)
+    run = train(_tiny(toy_env_id), tmp_path / "run", progress=False, stop_after_epoch=2)
+    with (run / "metrics.csv").open() as f:
+        wall = float(list(csv.DictReader(f))[-1]["wall_time"])
+    assert load_state(run / "state.pt")["elapsed"] >= wall + 0.3
 
 
 def test_resume_with_epochs_missing_from_metrics_refuses_unless_forced(cli_run, capsys):
