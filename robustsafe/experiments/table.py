@@ -379,10 +379,16 @@ def _coverage_notes(row: MethodRow, columns: Sequence[tuple[str, str]]) -> list[
                 f"{c.n_seeds} seed(s) (Natural: {natural.n_episodes} of {natural.n_seeds})."
             )
     avg = row.cells.get(AVERAGE)
-    if avg is not None and avg.n_seeds != natural.n_seeds:
+    if avg is not None and avg.n_seeds < natural.n_seeds:
         out.append(
             f"{row.method} on {row.env_id}, Average: {avg.n_seeds} of the {natural.n_seeds} "
             "seeds (only runs evaluated under all five attackers)."
+        )
+    elif avg is not None and avg.n_seeds > natural.n_seeds:  # (the attackers' average)
+        out.append(
+            f"{row.method} on {row.env_id}, Average: {avg.n_seeds} seeds, Natural: "
+            f"{natural.n_seeds} (the Average pools every run evaluated under all five "
+            "attackers, with or without a natural evaluation)."
         )
     return out
 

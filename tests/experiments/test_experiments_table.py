@@ -201,6 +201,24 @@ def test_without_vanilla_no_agent_fails(tmp_path):
     assert all(r.cells["none"].marked for r in table.rows)
 
 
+def test_the_attackers_average_over_more_seeds_than_natural_is_said_as_it_is(tmp_path):
+    """With average="attackers" a run evaluated under the five attackers but not without attack
+    counts in the Average and not in Natural: the note said "Average: 2 of the 1 seeds"."""
+    write_eval(tmp_path, "vanilla", 0, uniform(100.0, 5.0))
+    no_natural = uniform(90.0, 1.0)
+    del no_natural["none"]
+    write_eval(tmp_path, "adv-mc", 0, uniform(90.0, 1.0))
+    write_eval(tmp_path, "adv-mc", 1, no_natural)
+    table = collect_table(tmp_path, average="attackers")
+    adv_mc = row(table, "adv-mc")
+    assert (adv_mc.cells["average"].n_seeds, adv_mc.cells["none"].n_seeds) == (2, 1)
+    notes = [n for n in table.notes if "ADV-PPOL(MC)" in n and "Average" in n]
+    assert notes == [
+        f"ADV-PPOL(MC) on {ENV}, Average: 2 seeds, Natural: 1 (the Average pools every run "
+        "evaluated under all five attackers, with or without a natural evaluation)."
+    ]
+
+
 def test_missing_attackers_show_a_dash(tmp_path):
     write_eval(tmp_path, "vanilla", 0, uniform(100.0, 5.0))
     partial = uniform(90.0, 1.0)
