@@ -33,34 +33,12 @@ SAMPLED_LABEL = "sampled from pi(.|s~) (a diagnostic; attacks aim at the determi
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
 
-    from robustsafe.evaluate import evaluate_agent, format_table, parse_epsilons, write_sweep
-    from robustsafe.files import write_json_atomic
-
     torch.set_num_threads(1)  # small-batch inference beside busy env workers
-    _one_policy_source(args)
-    _import_attacker_modules(args.attacker_module or [])
-    if not 0.0 < args.xi <= 1.0:
-        raise CLIError(
-            f"--xi must be in (0, 1] (the fraction of states AMAD attacks), got {args.xi}"
-        )
-    check_attack_seed(args)
+    _check_shared_options(args)
     if args.run is None:
-        if args.sample_actions:
-            raise CLIError(
-                "--sample-actions applies to --run agents (their own Gaussian actor); a "
-                "--policy or --sb3 policy is evaluated with its deterministic action"
-            )
-        if args.deterministic_action is not None:
-            raise CLIError(
-                "--deterministic-action applies to --run agents; a --policy or --sb3 policy "
-                "acts as its own code decides"
-            )
+        _refuse_run_only_options(args)
         return _evaluate_foreign(args)
-    agent = _load_run_agent(args.run)
-    set_deterministic_action(agent, args.deterministic_action)
-    if args.sample_actions and args.video is not None:
-        raise CLIError("--video records deterministic actions: leave out --sample-actions")
-    env_id = run_agent_env(args, agent, "its numbers there would describe")
+    agent, env_id = _load_checked_agent(args)
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     attacks = _attack_list(args.attacks)
@@ -69,6 +47,54 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None:  # before any episode runs: a bad path must not waste the work
         check_eval_outputs(out, args.force, args.eps)
+    epsilons = _checked_epsilons(args, attacks)
+    _check_video(args, attacks, epsilons)
+    results = _run_agent_episodes(args, agent, env_id, attacks, epsilons)
+    payload = _run_payload(args, agent, env_id, results)
+    _print_run_results(args, agent, env_id, results)
+    _save_run_results(out, payload, results, attacks, epsilons, env_id)
+    return _record_videos(args, agent, env_id, attacks, epsilons)
+
+
+def _check_shared_options(args: argparse.Namespace) -> None:
+    """The checks of every evaluation, --run or foreign policy, in their order."""
+    _one_policy_source(args)
+    _import_attacker_modules(args.attacker_module or [])
+    if not 0.0 < args.xi <= 1.0:
+        raise CLIError(
+            f"--xi must be in (0, 1] (the fraction of states AMAD attacks), got {args.xi}"
+        )
+    check_attack_seed(args)
+
+
+def _refuse_run_only_options(args: argparse.Namespace) -> None:
+    """Refuse the options that only a --run agent takes."""
+    if args.sample_actions:
+        raise CLIError(
+            "--sample-actions applies to --run agents (their own Gaussian actor); a "
+            "--policy or --sb3 policy is evaluated with its deterministic action"
+        )
+    if args.deterministic_action is not None:
+        raise CLIError(
+            "--deterministic-action applies to --run agents; a --policy or --sb3 policy "
+            "acts as its own code decides"
+        )
+
+
+def _load_checked_agent(args: argparse.Namespace) -> tuple:
+    """The --run agent, set up as asked, and the env it is evaluated on."""
+    agent = _load_run_agent(args.run)
+    set_deterministic_action(agent, args.deterministic_action)
+    if args.sample_actions and args.video is not None:
+        raise CLIError("--video records deterministic actions: leave out --sample-actions")
+    env_id = run_agent_env(args, agent, "its numbers there would describe")
+    return agent, env_id
+
+
+def _checked_epsilons(args: argparse.Namespace, attacks: list[str]) -> list[float]:
+    """The epsilons of --eps, checked with every attacker's name before any episode runs."""
+    from robustsafe.evaluate import parse_epsilons
+
     try:
         epsilons = parse_epsilons(args.eps)
         check_epsilon_budget(epsilons, args.allow_large_eps, attacks)
@@ -79,26 +105,30 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 make_attacker(name)
     except (ValueError, TypeError) as err:
         raise CLIError(_attacker_hint(str(err))) from None
-    if args.video is not None:  # before any episode runs
-        from robustsafe.video import check_video_request
+    return epsilons
 
-        try:
-            check_video_request(
-                attacks, max(epsilons), args.video, args.video_episodes, args.video_fps
-            )
-        except ValueError as err:
-            raise CLIError(f"--video: {err}") from None
+
+def _check_video(args: argparse.Namespace, attacks: list[str], epsilons: list[float]) -> None:
+    """Check a --video request before any episode runs."""
+    if args.video is None:
+        return
+    from robustsafe.video import check_video_request
+
+    try:
+        check_video_request(attacks, max(epsilons), args.video, args.video_episodes, args.video_fps)
+    except ValueError as err:
+        raise CLIError(f"--video: {err}") from None
+
+
+def _run_agent_episodes(args: argparse.Namespace, agent, env_id, attacks, epsilons) -> list:
+    """The agent's paired episodes under every attacker, with a progress bar unless told not."""
+    from robustsafe.evaluate import evaluate_agent
+
     num_envs = min(args.num_envs, args.episodes)
     vec = _open_vec_env(args, env_id, num_envs, agent.config.env_kwargs)
-    n_runs = 1 + sum(len([e for e in epsilons if e > 0]) for a in attacks if a != "none")
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        per_run = args.episodes * (vec.max_episode_steps or 1000)
-        bar = tqdm(total=n_runs * per_run, unit="step", desc="evaluate", dynamic_ncols=True)
+    bar = None if args.no_progress else _episode_bar(args, vec, attacks, epsilons)
     try:
-        results = evaluate_agent(
+        return evaluate_agent(
             agent,
             vec,
             episodes=args.episodes,
@@ -117,7 +147,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         vec.close()
         if bar is not None:
             bar.close()
-    payload = {
+
+
+def _episode_bar(args: argparse.Namespace, vec, attacks, epsilons):
+    """A tqdm bar over the env steps of every (attacker, epsilon) run."""
+    from tqdm import tqdm
+
+    n_runs = 1 + sum(len([e for e in epsilons if e > 0]) for a in attacks if a != "none")
+    per_run = args.episodes * (vec.max_episode_steps or 1000)
+    return tqdm(total=n_runs * per_run, unit="step", desc="evaluate", dynamic_ncols=True)
+
+
+def _run_payload(args: argparse.Namespace, agent, env_id, results) -> dict:
+    """What --out records of a --run evaluation."""
+    return {
         "agent": recorded_path(str(args.run)),  # (a Ray task: the driver's)
         "env_id": env_id,
         **_agent_eval_fields(args, agent),
@@ -126,6 +169,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "cost_limit": agent.config.cost_limit,
         "results": [r.to_dict() for r in results],
     }
+
+
+def _print_run_results(args: argparse.Namespace, agent, env_id, results) -> None:
+    """The heading and table of a --run evaluation, printed before any file is written."""
+    from robustsafe.evaluate import format_table
+
     print(  # first: whatever happens to the files, the numbers are on screen
         f"{env_id}: {args.episodes} paired episodes, seed {args.seed}, agent epoch "
         f"{agent.epoch}, epsilon in {args.attack_space} observation units"
@@ -136,16 +185,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     )
     print(format_table(results))
+
+
+def _save_run_results(out: Path | None, payload, results, attacks, epsilons, env_id) -> None:
+    """Write --out and, for a sweep, its files; without --out say how to keep them."""
+    from robustsafe.evaluate import write_sweep
+    from robustsafe.files import write_json_atomic
+
     if out is None:
         print("not saved: pass --out FILE.json to keep every episode (and a sweep's figure)")
-        return _record_videos(args, agent, env_id, attacks, epsilons)
+        return
     _write_or_keep(out, lambda path: write_json_atomic(path, payload))
     print(f"written to {out}")
     if len(epsilons) > 1 and any(a != "none" for a in attacks):
         meta = {k: v for k, v in payload.items() if k not in ("env_id", "results")}
         files = write_sweep(results, sweep_prefix(out), f"{env_id}", meta)
         print("sweep written to " + ", ".join(str(f) for f in files))
-    return _record_videos(args, agent, env_id, attacks, epsilons)
 
 
 def _attacker_hint(message: str) -> str:

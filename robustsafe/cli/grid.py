@@ -29,105 +29,19 @@ _APPENDIX_OPTIONS = ("--appendix", "--appendix-attacks", "--xi-sweep")
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
-    from robustsafe.experiments.grid import (
-        APPENDIX_ATTACKS,
-        GridSpec,
-        format_plan,
-        format_results,
-        plan_grid,
-        run_grid,
-    )
-    from robustsafe.experiments.xi_sweep import DEFAULT_XIS
+    from robustsafe.experiments.grid import format_results, run_grid
 
-    if args.parallel_runs < 1:
-        raise CLIError(f"--parallel-runs must be >= 1, got {args.parallel_runs}")
-    if args.backend == "ray" and args.parallel_runs != 1:
-        raise CLIError(
-            "--parallel-runs is for the local backend only: with --backend ray the cluster's "
-            "CPUs and --cpus-per-run set how many runs go at once"
-        )
-    if (args.calibrate or args.machine_factor is not None) and not args.dry_run:
-        raise CLIError("--calibrate and --machine-factor go with --dry-run")
-    if args.calibrate and args.machine_factor is not None:
-        raise CLIError("give --calibrate (measure now) or --machine-factor, not both")
-    if args.machine_factor is not None and not 0 < args.machine_factor < float("inf"):
-        raise CLIError(f"--machine-factor must be a positive number, got {args.machine_factor}")
+    _check_launch_options(args)
     check_out_dir(args.out)
-    given = {k: getattr(args, k) for k in _EVAL_DEFAULTS if getattr(args, k) is not None}
-    if args.no_eval:
-        options = [f"--{k.replace('_', '-')}" for k in given]
-        appendix = (args.appendix, args.appendix_attacks, args.xi_sweep)
-        options += [o for o, v in zip(_APPENDIX_OPTIONS, appendix, strict=True) if v]
-        if options:
-            raise CLIError(
-                f"--no-eval trains only, so {', '.join(options)} would do nothing; drop them, "
-                "or --no-eval"
-            )
-    evaluation = {**_EVAL_DEFAULTS, **given}
-    appendix_attacks = args.appendix_attacks or ""
-    xi_sweep = args.xi_sweep or ""
-    if args.appendix:
-        appendix_attacks = appendix_attacks or ",".join(APPENDIX_ATTACKS)
-        xi_sweep = xi_sweep or ",".join(f"{x:g}" for x in DEFAULT_XIS)
-    train_args: list[str] = []
-    if args.epochs is not None:
-        train_args += ["--epochs", str(args.epochs)]
-    if args.total_steps is not None:
-        train_args += ["--total-steps", str(args.total_steps)]
-    if args.config is not None:  # the file's settings as --set items, before --set's own
-        from robustsafe.rundir import NAMING_SETTINGS, load_settings_file
-
-        try:
-            file_named, file_sets = load_settings_file(args.config)
-        except (ValueError, FileNotFoundError) as err:
-            raise CLIError(str(err)) from None
-        if file_named:
-            names = [k for k, v in NAMING_SETTINGS.items() if v in file_named]
-            print(
-                f"note: --config {args.config}: {', '.join(names)} not used (the grid's "
-                "--envs, --seeds, --preset, --algos, --modes name every run)"
-            )
-        for item in file_sets:
-            train_args += ["--set", item]
-    for item in args.set or []:
-        train_args += ["--set", item]
+    evaluation = _evaluation_options(args)
+    appendix_attacks, xi_sweep = _appendix_options(args)
+    train_args = _train_args(args)
     try:
-        spec = GridSpec(
-            envs=args.envs,
-            modes=args.modes,
-            algos=args.algos,
-            seeds=args.seeds,
-            preset=args.preset,
-            out=Path(args.out),
-            workers=args.parallel_runs,
-            attacks=evaluation["attacks"],
-            episodes=evaluation["episodes"],
-            eval_seed=evaluation["eval_seed"],
-            train_args=tuple(train_args),
-            eval_workers=args.eval_env_workers,
-            eval_num_envs=args.eval_num_envs,
-            evaluate=not args.no_eval,
-            backend=args.backend,
-            cpus_per_run=args.cpus_per_run,
-            appendix_attacks=appendix_attacks,
-            xi_sweep=xi_sweep,
-            keep_saved_settings=args.keep_saved_settings,
-        )
+        spec = _grid_spec(args, evaluation, appendix_attacks, xi_sweep, train_args)
         if args.dry_run:
-            from robustsafe.experiments.compute import format_cost
-
-            plan = plan_grid(spec)
-            print(format_plan(plan))
-            print(format_cost(spec, plan, machine_factor=_machine_factor(args)))
-            return 0
+            return _print_dry_run(args, spec)
         if args.backend == "ray":  # before the plan is printed or --out made
-            from robustsafe.experiments.ray_launcher import RAY_MISSING, check_ray_address
-
-            try:
-                import ray  # noqa: F401 (the launcher's; here to refuse before any output)
-            except ImportError:
-                raise CLIError(RAY_MISSING) from None
-            check_ray_address(os.environ.get("RAY_ADDRESS"))
+            _check_ray()
         with _sigterm_as_interrupt():
             results = run_grid(spec)
     except (ValueError, RuntimeError) as err:
@@ -141,6 +55,138 @@ def cmd_grid(args: argparse.Namespace) -> int:
         return 130
     print(format_results(results))
     return 0 if all(r.ok for r in results) else 1
+
+
+def _check_launch_options(args: argparse.Namespace) -> None:
+    """Check --parallel-runs, --backend, --calibrate and --machine-factor together."""
+    if args.parallel_runs < 1:
+        raise CLIError(f"--parallel-runs must be >= 1, got {args.parallel_runs}")
+    if args.backend == "ray" and args.parallel_runs != 1:
+        raise CLIError(
+            "--parallel-runs is for the local backend only: with --backend ray the cluster's "
+            "CPUs and --cpus-per-run set how many runs go at once"
+        )
+    if (args.calibrate or args.machine_factor is not None) and not args.dry_run:
+        raise CLIError("--calibrate and --machine-factor go with --dry-run")
+    if args.calibrate and args.machine_factor is not None:
+        raise CLIError("give --calibrate (measure now) or --machine-factor, not both")
+    if args.machine_factor is not None and not 0 < args.machine_factor < float("inf"):
+        raise CLIError(f"--machine-factor must be a positive number, got {args.machine_factor}")
+
+
+def _evaluation_options(args: argparse.Namespace) -> dict:
+    """The evaluation options, defaults filled in; with --no-eval, none may be given."""
+    given = {k: getattr(args, k) for k in _EVAL_DEFAULTS if getattr(args, k) is not None}
+    if args.no_eval:
+        options = [f"--{k.replace('_', '-')}" for k in given]
+        appendix = (args.appendix, args.appendix_attacks, args.xi_sweep)
+        options += [o for o, v in zip(_APPENDIX_OPTIONS, appendix, strict=True) if v]
+        if options:
+            raise CLIError(
+                f"--no-eval trains only, so {', '.join(options)} would do nothing; drop them, "
+                "or --no-eval"
+            )
+    return {**_EVAL_DEFAULTS, **given}
+
+
+def _appendix_options(args: argparse.Namespace) -> tuple[str, str]:
+    """The appendix's extra attackers and xi values; --appendix fills in the ones not given."""
+    from robustsafe.experiments.grid import APPENDIX_ATTACKS
+    from robustsafe.experiments.xi_sweep import DEFAULT_XIS
+
+    appendix_attacks = args.appendix_attacks or ""
+    xi_sweep = args.xi_sweep or ""
+    if args.appendix:
+        appendix_attacks = appendix_attacks or ",".join(APPENDIX_ATTACKS)
+        xi_sweep = xi_sweep or ",".join(f"{x:g}" for x in DEFAULT_XIS)
+    return appendix_attacks, xi_sweep
+
+
+def _train_args(args: argparse.Namespace) -> list[str]:
+    """The train options every run gets: --epochs, --total-steps, then --config's and --set's."""
+    train_args: list[str] = []
+    if args.epochs is not None:
+        train_args += ["--epochs", str(args.epochs)]
+    if args.total_steps is not None:
+        train_args += ["--total-steps", str(args.total_steps)]
+    if args.config is not None:  # the file's settings as --set items, before --set's own
+        for item in _config_sets(args.config):
+            train_args += ["--set", item]
+    for item in args.set or []:
+        train_args += ["--set", item]
+    return train_args
+
+
+def _config_sets(config: str) -> list[str]:
+    """The --set items of a --config file, with a note on the settings the grid names itself."""
+    from robustsafe.rundir import NAMING_SETTINGS, load_settings_file
+
+    try:
+        file_named, file_sets = load_settings_file(config)
+    except (ValueError, FileNotFoundError) as err:
+        raise CLIError(str(err)) from None
+    if file_named:
+        names = [k for k, v in NAMING_SETTINGS.items() if v in file_named]
+        print(
+            f"note: --config {config}: {', '.join(names)} not used (the grid's "
+            "--envs, --seeds, --preset, --algos, --modes name every run)"
+        )
+    return file_sets
+
+
+def _grid_spec(
+    args: argparse.Namespace,
+    evaluation: dict,
+    appendix_attacks: str,
+    xi_sweep: str,
+    train_args: list[str],
+):
+    """The GridSpec of the command line."""
+    from robustsafe.experiments.grid import GridSpec
+
+    return GridSpec(
+        envs=args.envs,
+        modes=args.modes,
+        algos=args.algos,
+        seeds=args.seeds,
+        preset=args.preset,
+        out=Path(args.out),
+        workers=args.parallel_runs,
+        attacks=evaluation["attacks"],
+        episodes=evaluation["episodes"],
+        eval_seed=evaluation["eval_seed"],
+        train_args=tuple(train_args),
+        eval_workers=args.eval_env_workers,
+        eval_num_envs=args.eval_num_envs,
+        evaluate=not args.no_eval,
+        backend=args.backend,
+        cpus_per_run=args.cpus_per_run,
+        appendix_attacks=appendix_attacks,
+        xi_sweep=xi_sweep,
+        keep_saved_settings=args.keep_saved_settings,
+    )
+
+
+def _print_dry_run(args: argparse.Namespace, spec) -> int:
+    """--dry-run: print the plan and its expected cost; exit status 0."""
+    from robustsafe.experiments.compute import format_cost
+    from robustsafe.experiments.grid import format_plan, plan_grid
+
+    plan = plan_grid(spec)
+    print(format_plan(plan))
+    print(format_cost(spec, plan, machine_factor=_machine_factor(args)))
+    return 0
+
+
+def _check_ray() -> None:
+    """--backend ray: refuse before any output if Ray or its cluster address is missing."""
+    from robustsafe.experiments.ray_launcher import RAY_MISSING, check_ray_address
+
+    try:
+        import ray  # noqa: F401 (the launcher's; here to refuse before any output)
+    except ImportError:
+        raise CLIError(RAY_MISSING) from None
+    check_ray_address(os.environ.get("RAY_ADDRESS"))
 
 
 def _machine_factor(args: argparse.Namespace) -> float | None:
