@@ -53,6 +53,22 @@ def bullet_render(env: SafeEnv) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(frame, dtype=np.uint8)[:, :, :3])
 
 
+def check_renders(
+    env_id: str,
+    env_kwargs: dict | None = None,
+    render: Callable[[SafeEnv], np.ndarray] = bullet_render,
+) -> None:
+    """ValueError naming ``env_id`` if it renders no RGB frame after a reset: checked before
+    any evaluation episode runs, so that a video the env cannot give wastes no evaluation."""
+    vec = VectorEnv(env_id, 1, seed=0, workers=0, env_kwargs=env_kwargs)
+    try:
+        env = vec.local_envs[0]
+        env.reset(0)
+        render(env)
+    finally:
+        vec.close()
+
+
 @dataclass
 class Episode:
     """One recorded episode: frames and the reward and cost summed up to each frame."""

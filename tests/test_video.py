@@ -109,8 +109,12 @@ def test_cli_video_checks_before_evaluating(toy_agent_dir, tmp_path, capsys):  #
         assert f"--video: {words}" in printed.err
         assert "reward" not in printed.out  # refused before evaluating (no table printed)
     assert notes.read_text() == "mine"
-    assert main([*args, *video]) == 2  # the toy env draws no picture
-    assert "renders no RGB frame" in capsys.readouterr().err
+    # the toy env draws no picture: said before any episode runs, no table, no --out file
+    out = tmp_path / "eval.json"
+    assert main([*args, *video, "--out", str(out)]) == 2
+    printed = capsys.readouterr()
+    assert "--video: " in printed.err and "renders no RGB frame" in printed.err
+    assert "reward" not in printed.out and not out.exists()
 
 
 @pytest.mark.slow

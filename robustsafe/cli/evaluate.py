@@ -48,7 +48,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if out is not None:  # before any episode runs: a bad path must not waste the work
         check_eval_outputs(out, args.force, args.eps)
     epsilons = _checked_epsilons(args, attacks)
-    _check_video(args, attacks, epsilons)
+    _check_video(args, attacks, epsilons, env_id, agent.config.env_kwargs)
     results = _run_agent_episodes(args, agent, env_id, attacks, epsilons)
     payload = _run_payload(args, agent, env_id, results)
     _print_run_results(args, agent, env_id, results)
@@ -108,14 +108,21 @@ def _checked_epsilons(args: argparse.Namespace, attacks: list[str]) -> list[floa
     return epsilons
 
 
-def _check_video(args: argparse.Namespace, attacks: list[str], epsilons: list[float]) -> None:
-    """Check a --video request before any episode runs."""
+def _check_video(
+    args: argparse.Namespace,
+    attacks: list[str],
+    epsilons: list[float],
+    env_id: str,
+    env_kwargs: dict | None,
+) -> None:
+    """Check a --video request, and that the env renders, before any episode runs."""
     if args.video is None:
         return
-    from robustsafe.video import check_video_request
+    from robustsafe.video import check_renders, check_video_request
 
     try:
         check_video_request(attacks, max(epsilons), args.video, args.video_episodes, args.video_fps)
+        check_renders(env_id, env_kwargs)
     except ValueError as err:
         raise CLIError(f"--video: {err}") from None
 
