@@ -164,3 +164,50 @@ def test_a_training_that_cannot_start_takes_its_extra_evaluations_with_it(
     assert trained.extra == (("eval-appendix.json", "evaluated"),)
     counts = [line.split()[1] for line in logged if " start " in line]
     assert counts == ["[2/4]", "[3/4]", "[4/4]"]  # seed 0's training, then seed 1's three jobs
+
+
+def test_an_evaluation_whose_previous_file_cannot_be_kept_does_not_run(
+    tmp_path, importable_toy, monkeypatch
+):
+    """A full disk while the grid copied an evaluation file it was about to replace raised out
+    of the driver and stopped every job of the grid. Now that one evaluation does not run (its
+    file stays as it was, no partial copy is left), it is reported failed with the reason, and
+    the other jobs go on; the log's job count leaves it out."""
+    from robustsafe.experiments.grid import driver
+
+    s = spec(tmp_path / "g", modes=("vanilla",), seeds=(0, 1), xi_sweep=())
+    done = run_grid(s, log=lambda line: None)
+    assert all(r.ok for r in done)
+    seed0 = done[0].run_dir
+    real_copy = driver.shutil.copy2
+
+    def full_disk(src, dst, **kw):
+        if Path(src) == seed0 / "eval.json":
+            Path(dst).write_bytes(b"part")
+            raise OSError(28, "No space left on device")
+        return real_copy(src, dst, **kw)
+
+    monkeypatch.setattr(driver.shutil, "copy2", full_disk)
+    for rounds, again in enumerate(
+        (
+            dataclasses.replace(s, episodes=3),  # finished runs, evaluated again
+            dataclasses.replace(s, train_args=("--epochs", "2", *TINY)),  # resumed, evaluated
+        ),
+        start=1,
+    ):
+        kept = (seed0 / "eval.json").read_bytes()
+        logged: list[str] = []
+        first, second = run_grid(again, log=logged.append)
+        assert (first.evaluation, first.extra) == ("failed", (("eval-appendix.json", "evaluated"),))
+        assert "the previous eval.json could not be kept ([Errno 28]" in first.log_tail
+        assert (seed0 / "eval.json").read_bytes() == kept
+        assert not list(seed0.glob("eval.replaced-*"))
+        assert (second.evaluation, second.extra) == (
+            "evaluated",
+            (("eval-appendix.json", "evaluated"),),
+        )
+        assert len(list(second.run_dir.glob("eval.replaced-*"))) == rounds
+        counts = [line.split()[1] for line in logged if " start " in line]
+        n = 3 + 2 * (rounds == 2)  # seed 0's extra, seed 1's two (and both trainings)
+        assert [c.split("/")[0] for c in counts] == [f"[{k}" for k in range(1, n + 1)]
+        assert counts[-1] == f"[{n}/{n}]"  # planned first with it (6), then without (5)

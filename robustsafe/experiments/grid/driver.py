@@ -194,10 +194,7 @@ class _Jobs:
         """Queue the finished runs' evaluations (quick, no training needed), then the trainings."""
         for i, p in enumerate(self.plan):
             if p.action == "skip":
-                _keep_previous(p.run_dir, ["eval.json"] * p.evaluate + list(p.extra), self.log)
-                if p.evaluate:
-                    self.pending.append(_eval_job(self.spec, i, p))
-                self.pending.extend(_extra_jobs(self.spec, i, p))
+                self.pending.extend(self.evaluations(i, ["eval.json"] * p.evaluate))
         for i, p in enumerate(self.plan):
             if p.action != "skip":
                 args = train_command(self.spec, p)
@@ -291,11 +288,28 @@ class _Jobs:
 
     def queue_evaluations(self, job: _Job) -> None:
         """Queue first a trained run's evaluation, then its extra ones (old files kept)."""
-        p = self.plan[job.index]
-        _keep_previous(p.run_dir, ["eval.json", *p.extra], self.log)
-        extras = _extra_jobs(self.spec, job.index, p)
-        self.pending.extendleft(reversed(extras))
-        self.pending.appendleft(_eval_job(self.spec, job.index, p))
+        jobs = self.evaluations(job.index, ["eval.json"])
+        self.total -= 1 + len(self.plan[job.index].extra) - len(jobs)  # counted when planned
+        self.pending.extendleft(reversed(jobs))
+
+    def evaluations(self, index: int, main: list[str]) -> list[_Job]:
+        """The evaluation jobs of run ``index`` (``main``: ["eval.json"] or []; then its extra
+        files), after a copy of each file they replace is kept. An evaluation whose previous
+        file cannot be copied (a full disk) does not run, so that the file is not lost: it is
+        recorded as failed, and the grid goes on."""
+        p, state = self.plan[index], self.states[index]
+        refused = _keep_previous(p.run_dir, [*main, *p.extra], self.log)
+        for name, why in refused.items():
+            if name == "eval.json":
+                state.evaluation = "failed"
+            else:
+                state.extra[name] = "failed"
+            state.log_tail = "\n".join(filter(None, [state.log_tail, why]))
+            self.log(
+                f"[grid] FAILED evaluation {name} of {p.env_id} {p.label} seed {p.seed}: {why}"
+            )
+        jobs = [_eval_job(self.spec, index, p)] if main and "eval.json" not in refused else []
+        return jobs + [j for j in _extra_jobs(self.spec, index, p) if j.name not in refused]
 
     def report_failure(self, job: _Job, rc: int) -> None:
         """Record a failed job's exit status and log the last lines of its log."""
@@ -344,12 +358,14 @@ def _other_grid(out: Path, err: RunLockedError) -> str:
     return f"another grid (process {err.owner}) is running in {out}; wait for it to end"
 
 
-def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) -> None:
+def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) -> dict[str, str]:
     """A copy of each evaluation file ``names`` of a run that a new evaluation is about to
     replace (other episodes, seed, attackers or epsilon, or a newer agent: a resumed run's):
     NAME.replaced-STAMP.json beside it (no table reads it), so that no measurement is lost to
-    a changed option."""
+    a changed option. Returns {name: why} for the files that could not be copied (what was
+    written of the copy removed): their evaluations must not run."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
+    refused: dict[str, str] = {}
     for name in names:
         path = run_dir / name
         if path.is_file():
@@ -358,8 +374,18 @@ def _keep_previous(run_dir: Path, names: list[str], log: Callable[[str], None]) 
             while kept.exists():  # another copy this second: never replace a copy
                 n += 1
                 kept = path.with_name(f"{path.stem}.replaced-{stamp}-{n}{path.suffix}")
-            shutil.copy2(path, kept)
+            try:
+                shutil.copy2(path, kept)
+            except OSError as err:
+                with contextlib.suppress(OSError):
+                    kept.unlink()  # a partial copy (the name was free before)
+                refused[name] = (
+                    f"the previous {name} could not be kept ({err}); not evaluated again, so "
+                    "that it is not lost"
+                )
+                continue
             log(f"[grid] {path} is evaluated again; the previous one is kept as {kept}")
+    return refused
 
 
 def _record_timing(
