@@ -16,13 +16,13 @@ once, under the first path in sorted order.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from robustsafe.files import read_yaml
+from robustsafe.rundir import train_metrics
 
 REWARD_TARGET = {"SafetyCarRun-v0": 500.0, "SafetyCarCircle-v0": 350.0}
 COST_TARGET = 5.0
@@ -42,13 +42,12 @@ class QCostRun:
     met: bool
 
 
-def q_cost_series(metrics_csv: Path, warmup: int) -> list[float] | None:
-    """The finite ``q_cost`` values of the epochs after ``warmup``; ``None``: not logged."""
-    with metrics_csv.open(newline="") as f:
-        reader = csv.DictReader(f)
-        if "q_cost" not in (reader.fieldnames or ()):
-            return None
-        rows = list(reader)
+def q_cost_series(run: Path, warmup: int) -> list[float] | None:
+    """The finite ``q_cost`` values of the epochs after ``warmup``; ``None``: not logged (or
+    no epoch logged)."""
+    rows = train_metrics(run)
+    if not rows or "q_cost" not in rows[0]:
+        return None
     values = []
     for row in rows:
         if int(row["epoch"]) <= warmup or row["q_cost"] in ("", "nan"):
@@ -62,7 +61,7 @@ def q_cost_series(metrics_csv: Path, warmup: int) -> list[float] | None:
 def read_run(run: Path, root: Path, warmup: int) -> QCostRun | None:
     """One run's row; ``None`` where it logs no ``q_cost``, has no natural evaluation or is on a
     task without a target."""
-    series = q_cost_series(run / "metrics.csv", warmup)
+    series = q_cost_series(run, warmup)
     if not series or not (run / "eval.json").is_file() or not (run / "config.yaml").is_file():
         return None
     cfg = read_yaml(run / "config.yaml")
