@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import pytest
 import torch
@@ -446,6 +448,24 @@ def test_damaged_policy_and_critics_files_and_sweep_files(tmp_path, toy_env_id, 
     critics = tmp_path / "critics.pt"
     fit = ["fit-critics", "--policy", f"{src}:policy", "--env", toy_env_id, "--env-workers", "0"]
     assert main([*fit, "--steps", "40", "--num-envs", "1", "--out", str(critics)]) == 0
+    # with --force the sweep is written with the evaluation's own fields, as a --run sweep's:
+    # the CSV names AMAD's xi (the foreign path passed none, and its rows had an empty xi)
+    amad = [
+        *ev[:-1],
+        "amad",
+        "--action-std",
+        "0.3",
+        "--xi",
+        "0.3",
+        "--critics",
+        str(critics),
+        "--eps",
+        "0.01,0.02",
+    ]
+    assert main([*amad, "--out", str(out), "--force"]) == 0
+    with sweep.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["attack"] == "amad"]
+    assert [r["xi"] for r in rows] == ["0.3", "0.3"]
     saved = torch.load(critics, weights_only=True)
     # its Q_c's units travel with it (costs / 5); a file saved before they did was fitted so
     assert saved["cost_scale"] == 5.0 == load_critics(critics).cost_scale

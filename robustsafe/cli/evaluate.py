@@ -52,7 +52,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     results = _run_agent_episodes(args, agent, env_id, attacks, epsilons)
     payload = _run_payload(args, agent, env_id, results)
     _print_run_results(args, agent, env_id, results)
-    _save_run_results(out, payload, results, attacks, epsilons, env_id)
+    _save_results(out, payload, results, attacks, epsilons, env_id)
     return _record_videos(args, agent, env_id, attacks, epsilons)
 
 
@@ -194,8 +194,9 @@ def _print_run_results(args: argparse.Namespace, agent, env_id, results) -> None
     print(format_table(results))
 
 
-def _save_run_results(out: Path | None, payload, results, attacks, epsilons, env_id) -> None:
-    """Write --out and, for a sweep, its files; without --out say how to keep them."""
+def _save_results(out: Path | None, payload, results, attacks, epsilons, env_id) -> None:
+    """Write --out and, for a sweep, its files (``payload`` less env_id and results as the
+    sweep's metadata); without --out say how to keep them. Both --run and foreign policies."""
     from robustsafe.evaluate import write_sweep
     from robustsafe.files import write_json_atomic
 
@@ -270,13 +271,7 @@ def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons) -
 
 def _evaluate_foreign(args: argparse.Namespace) -> int:
     from robustsafe.envs import VectorEnv
-    from robustsafe.evaluate import (
-        evaluate_policy,
-        format_paired_table,
-        parse_epsilons,
-        write_sweep,
-    )
-    from robustsafe.files import write_json_atomic
+    from robustsafe.evaluate import evaluate_policy, format_paired_table, parse_epsilons
     from robustsafe.fit_critics import load_critics
 
     if args.video is not None:
@@ -330,8 +325,6 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
     source = f"--sb3 {args.sb3}" if args.sb3 else f"--policy {args.policy}"
     print(f"{args.env}: {args.episodes} paired episodes, seed {args.seed}, policy {source}")
     print(format_paired_table(results))
-    if out is None:
-        return 0
     payload = {
         "policy": source,
         "env_id": args.env,
@@ -345,11 +338,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
         "xi": args.xi,
         "results": [r.to_dict() for r in results],
     }
-    _write_or_keep(out, lambda path: write_json_atomic(path, payload))
-    print(f"written to {out}")
-    if len(epsilons) > 1 and len(attacks) > 1:
-        files = write_sweep(results, sweep_prefix(out), args.env)
-        print("sweep written to " + ", ".join(str(f) for f in files))
+    _save_results(out, payload, results, attacks, epsilons, args.env)
     return 0
 
 
