@@ -422,6 +422,15 @@ def check_attacks_for(policy: Any, attacks: Sequence[str], critics: Any) -> None
             )
 
 
+def policy_as_agent(policy: Any, critics: Any = None) -> PolicyAgent:
+    """A foreign policy (a ``Policy`` or what ``as_policy`` adapts) and its Q critics as the
+    agent that ``evaluate_agent`` and ``robustsafe.video.record_videos`` play; no check of its
+    sizes (``evaluate_policy`` makes them)."""
+    from robustsafe.policy import as_policy
+
+    return PolicyAgent(as_policy(policy), critics, _PolicyConfig(_POLICY_TASK))
+
+
 def evaluate_policy(
     policy: Any,
     env: str | VectorEnv,
@@ -472,7 +481,7 @@ def evaluate_policy(
                     f"the critics take {first.in_features} inputs (observation + action), "
                     f"the env {vec.obs_dim} + {vec.act_dim}: they were fitted on another task"
                 )
-        agent = PolicyAgent(policy, critics, _PolicyConfig(_POLICY_TASK))
+        agent = policy_as_agent(policy, critics)
         check_compatible(agent, vec)  # type: ignore[arg-type]  # sizes first: the clearer word
         # as the episodes will run it: in float64 (a module that insists on float32 fails here)
         actor = float64_agent(agent).actor  # type: ignore[arg-type]

@@ -534,9 +534,14 @@ def test_a_policy_module_that_fails_is_a_one_line_error(tmp_path, toy_env_id, ca
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and words in err and "--policy" in err, err
     assert main(["evaluate", "--policy", f"{src}:make_policy()", *common]) == 0
-    video = ["--attacks", "random", "--video", str(tmp_path / "v")]  # not silently ignored
+    assert "reward" in capsys.readouterr().out
+    # --video is checked for a foreign policy as for a run: the toy env draws no picture,
+    # which is said before any episode (no table printed)
+    video = ["--attacks", "random", "--video", str(tmp_path / "v")]
     assert main(["evaluate", "--policy", f"{src}:make_policy()", *common, *video]) == 2
-    assert "--video records --run agents" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "--video: " in printed.err and "renders no RGB frame" in printed.err
+    assert "reward" not in printed.out
 
 
 def test_critics_of_another_task_are_refused_before_any_episode(tmp_path, toy_env_id):

@@ -90,6 +90,30 @@ def test_video_frames_pair_natural_and_attacked(toy_agent_dir, toy_env_id, tmp_p
         record_videos(agent, toy_env_id, ["none"], 0.2, tmp_path / "w", render=render)
 
 
+def test_video_of_a_foreign_policy(toy_env_id, tmp_path):
+    """A policy that is not a RobustSafe agent (here a torch module; the same path serves
+    --policy and --sb3) is recorded as an agent is: natural | attacked, from paired starts."""
+    import torch
+    from torch import nn
+
+    from robustsafe.evaluate import policy_as_agent
+
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1), nn.Tanh())
+    render = toy_renderer(21 + 1)
+    agent = policy_as_agent(module)
+    (path,) = record_videos(agent, toy_env_id, ["none", "random"], 0.5, tmp_path, render=render)
+    assert path.stem == "natural-vs-random-eps0.5" and count_frames(path) == 21
+    if path.suffix == ".gif":
+        frames = imageio.mimread(path)
+    else:
+        reader = imageio.get_reader(path)
+        frames = [reader.get_data(t) for t in range(21)]
+    assert abs(int(frames[0][110, 190, 2])) < 20 and abs(int(frames[0][110, 390, 2]) - 80) < 20
+    left, right = frames[0][100, :200, 0], frames[0][100, 200:, 0]
+    assert abs(int(np.argmax(left[:160])) - int(np.argmax(right[:160]))) <= 1
+
+
 def test_cli_video_checks_before_evaluating(toy_agent_dir, tmp_path, capsys):  # noqa: F811
     base = ["evaluate", "--run", str(toy_agent_dir), "--env-workers", "0", "--episodes", "1"]
     assert main([*base, "--attacks", "none", "--video", str(tmp_path / "v")]) == 2

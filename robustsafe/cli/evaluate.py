@@ -53,7 +53,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     payload = _run_payload(args, agent, env_id, results)
     _print_run_results(args, agent, env_id, results)
     _save_results(out, payload, results, attacks, epsilons, env_id)
-    return _record_videos(args, agent, env_id, attacks, epsilons)
+    return _record_videos(args, agent, env_id, attacks, epsilons, agent.config.env_kwargs)
 
 
 def _check_shared_options(args: argparse.Namespace) -> None:
@@ -237,9 +237,9 @@ def _attack_list(text: str) -> list[str]:
     return attacks
 
 
-def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons) -> int:
+def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons, env_kwargs) -> int:
     """``evaluate --video DIR``: natural and attacked episodes side by side, at the largest
-    epsilon (robustsafe.video)."""
+    epsilon (robustsafe.video); ``agent`` a run's or a foreign policy's (``policy_as_agent``)."""
     if args.video is None:
         return 0
     from robustsafe.video import record_videos
@@ -259,7 +259,7 @@ def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons) -
             attack_space=args.attack_space,
             xi=args.xi,
             fps=args.video_fps,
-            env_kwargs=agent.config.env_kwargs,
+            env_kwargs=env_kwargs,
         )
     except ValueError as err:
         raise CLIError(f"--video: {err}") from None
@@ -271,14 +271,14 @@ def _record_videos(args: argparse.Namespace, agent, env_id, attacks, epsilons) -
 
 def _evaluate_foreign(args: argparse.Namespace) -> int:
     from robustsafe.envs import VectorEnv
-    from robustsafe.evaluate import evaluate_policy, format_paired_table, parse_epsilons
+    from robustsafe.evaluate import (
+        evaluate_policy,
+        format_paired_table,
+        parse_epsilons,
+        policy_as_agent,
+    )
     from robustsafe.fit_critics import load_critics
 
-    if args.video is not None:
-        raise CLIError(
-            "--video records --run agents (their renders); a --policy or --sb3 "
-            "policy is evaluated without video"
-        )
     if args.episodes < 1:
         raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
     if args.attack_space != "raw":
@@ -301,6 +301,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
         from robustsafe.evaluate import check_attacks_for
 
         check_attacks_for(policy, attacks, critics)
+        _check_video(args, attacks, epsilons, args.env, None)
         vec = VectorEnv(
             args.env, min(args.num_envs, args.episodes), seed=args.seed, workers=args.env_workers
         )
@@ -339,7 +340,7 @@ def _evaluate_foreign(args: argparse.Namespace) -> int:
         "results": [r.to_dict() for r in results],
     }
     _save_results(out, payload, results, attacks, epsilons, args.env)
-    return 0
+    return _record_videos(args, policy_as_agent(policy, critics), args.env, attacks, epsilons, None)
 
 
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
