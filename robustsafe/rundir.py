@@ -362,22 +362,26 @@ def remove_run_files(out: Path, force: bool) -> None:
             path.unlink()
 
 
-# What a resume may change: the run's length, and the env worker processes, which step the same
-# envs in the same order whatever their number (the numbers do not depend on it)
-RESUME_MAY_CHANGE = ("epochs", "workers")
+# What a resume may change: the run's length, the env worker processes, which step the same
+# envs in the same order whatever their number, and the spacing of the kept agent snapshots
+# (the numbers depend on neither)
+RESUME_MAY_CHANGE = ("epochs", "workers", "checkpoint_every")
+# those of them a resume takes as ``--set KEY=VALUE`` (the length has --epochs / --total-steps)
+RESUME_SETS = ("workers", "checkpoint_every")
 
 
 def resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
-    """The saved settings with ``cfg``'s number of epochs and env workers (``RESUME_MAY_CHANGE``);
-    refuse any other difference."""
+    """The saved settings with ``cfg``'s ``RESUME_MAY_CHANGE`` (number of epochs, env workers,
+    snapshot spacing); refuse any other difference."""
     saved = load_run_config(out)
-    differ = config_differences(saved, replace(cfg, epochs=saved.epochs, workers=saved.workers))
+    may = {k: getattr(saved, k) for k in RESUME_MAY_CHANGE}
+    differ = config_differences(saved, replace(cfg, **may))
     if differ:
         raise ValueError(
             f"cannot resume {out} with other settings than the saved ones: "
             + "; ".join(differ)
-            + ". A resume continues the saved settings (only the number of epochs and the env "
-            "workers may change)"
+            + ". A resume continues the saved settings (only the number of epochs, the env "
+            "workers and checkpoint_every may change)"
         )
     status = run_status(out)
     done = status[0] if status is not None else 0
@@ -387,7 +391,7 @@ def resume_config(cfg: TrainConfig, out: Path, force: bool) -> TrainConfig:
             f"give at least {done}"
         )
     check_metrics(out / "metrics.csv", done, force)
-    return replace(saved, epochs=cfg.epochs, workers=cfg.workers)
+    return replace(saved, **{k: getattr(cfg, k) for k in RESUME_MAY_CHANGE})
 
 
 def config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:

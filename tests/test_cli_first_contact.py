@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -516,8 +517,14 @@ def test_a_resume_may_change_the_env_workers_and_the_numbers_do_not(tmp_path):
     resume = ["train", "--resume", "--out", str(moved)]
     assert main([*resume, "--epochs", "2", "--env-workers", "2", "--no-progress"]) == 0
     assert yaml.safe_load((moved / "config.yaml").read_text())["workers"] == 2
-    assert main([*resume, "--epochs", "3", "--set", "workers=1", "--no-progress"]) == 0
-    assert yaml.safe_load((moved / "config.yaml").read_text())["workers"] == 1
+    # ... and the snapshots' spacing (a long run's disk): here none kept from epoch 3 on
+    thin = ["--set", "checkpoint_every=0"]
+    assert main([*resume, "--epochs", "3", "--set", "workers=1", *thin, "--no-progress"]) == 0
+    saved = yaml.safe_load((moved / "config.yaml").read_text())
+    assert (saved["workers"], saved["checkpoint_every"]) == (1, 0)
+    kept = sorted(p.name for p in (moved / "checkpoints").iterdir())
+    assert kept == ["agent_epoch_0001.pt", "agent_epoch_0002.pt"]
+    assert len(list((straight / "checkpoints").iterdir())) == 3
 
     def numbers(run):
         with (run / "metrics.csv").open() as f:
@@ -535,12 +542,21 @@ def test_a_resume_may_change_the_env_workers_and_the_numbers_do_not(tmp_path):
     assert len(numbers(moved)) == 3
     # and the grid's resume takes the workers from its --set / --env-workers
     args = ["--epochs", "5", "--set", "workers=1", "--set", "ppo.actor_lr=1", "--set=workers=3"]
-    assert _resume_args([*args, "--env-workers", "2"]) == [
+    assert _resume_args([*args, "--set", "checkpoint_every=5", "--env-workers", "2"]) == [
         "--epochs",
         "5",
         "--set",
         "workers=1",
         "--set=workers=3",
+        "--set",
+        "checkpoint_every=5",
         "--env-workers",
         "2",
     ]
+    # nor does the grid count a run of another snapshot spacing as one of other settings
+    from robustsafe.experiments.grid.plan import _settings_difference
+    from robustsafe.rundir import load_run_config
+
+    cfg = load_run_config(moved)
+    assert _settings_difference(cfg, dataclasses.replace(cfg, checkpoint_every=25)) == []
+    assert _settings_difference(cfg, dataclasses.replace(cfg, num_envs=2)) == ["num_envs"]

@@ -11,7 +11,7 @@ from robustsafe.cli._common import CLIError, add_env_workers_option, check_env_m
 from robustsafe.config import TrainConfig
 from robustsafe.experiments.launchers import recorded_path
 from robustsafe.presets import PRESETS, epochs_for_steps, resolve
-from robustsafe.rundir import dotted_setting, run_files_text
+from robustsafe.rundir import RESUME_SETS, dotted_setting, run_files_text
 from robustsafe.settings_io import apply_sets, merge_sets, set_key, to_dict
 
 # The --preset of train and grid when none is given: the quickstart's.
@@ -90,8 +90,9 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
             if conflicts:
                 raise ValueError(
                     f"cannot resume {out}: " + "; ".join(conflicts) + ". A resume keeps the "
-                    "run's saved settings (only --epochs / --total-steps and --env-workers may "
-                    "change): drop these options, or train a new run in another --out"
+                    "run's saved settings (only --epochs / --total-steps, --env-workers and "
+                    "--set checkpoint_every may change): drop these options, or train a new "
+                    "run in another --out"
                 )
             cfg = _resume_runtime(cfg, args, file_sets)
             if args.epochs is not None:
@@ -168,7 +169,7 @@ def _resume_conflicts(
     items = [(f"--config {args.config}: ", i) for i in file_sets or []]
     items += [("--set ", i) for i in args.set or []]
     for label, item in items:
-        if set_key(item) == "workers":
+        if set_key(item) in RESUME_SETS:
             continue  # (applied to the resume's settings, not a conflict)
         try:
             changed = apply_sets(saved, [item]) != saved
@@ -184,10 +185,11 @@ def _resume_conflicts(
 def _resume_runtime(
     cfg: TrainConfig, args: argparse.Namespace, file_sets: list[str]
 ) -> TrainConfig:
-    """The saved settings with the env workers a resume asks for (``workers`` in the --config
-    file, a ``--set``, then ``--env-workers``; the numbers do not depend on them)."""
+    """The saved settings with the env workers and snapshot spacing a resume asks for
+    (``RESUME_SETS`` in the --config file, a ``--set``, then ``--env-workers``; the numbers
+    depend on neither)."""
 
-    items = [i for i in [*file_sets, *(args.set or [])] if set_key(i) == "workers"]
+    items = [i for i in [*file_sets, *(args.set or [])] if set_key(i) in RESUME_SETS]
     if args.env_workers is not None:
         items.append(f"workers={args.env_workers}")
     return apply_sets(cfg, items) if items else cfg

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from robustsafe.choices import split_algo
 from robustsafe.experiments.grid.plan import PlannedRun, expected_attacks
 from robustsafe.experiments.grid.spec import Action, GridSpec
+from robustsafe.rundir import RESUME_SETS
 from robustsafe.settings_io import set_key
 
 
@@ -36,14 +37,15 @@ def _env_module_args(plan: PlannedRun) -> list[str]:
     return ["--env", plan.env_id] if ":" in plan.env_id else []
 
 
-# the options of train_args a resume takes: the length, and the env workers (which do not
-# change the numbers; a resume refuses the other options when they differ from the saved ones)
+# the options of train_args a resume takes: the length, the env workers and the snapshot
+# spacing (which do not change the numbers; a resume refuses the other options when they
+# differ from the saved ones)
 _RESUME_OPTIONS = ("--epochs", "--total-steps", "--env-workers", "--workers")
 
 
 def _resume_args(train_args: Sequence[str]) -> list[str]:
     """The options among ``train_args`` that a resume takes: ``--epochs`` / ``--total-steps``,
-    ``--env-workers`` and a ``--set workers=K``."""
+    ``--env-workers`` and ``--set KEY=V`` of ``rundir.RESUME_SETS`` (workers, checkpoint_every)."""
     out: list[str] = []
     it = iter(train_args)
     for arg in it:
@@ -53,9 +55,9 @@ def _resume_args(train_args: Sequence[str]) -> list[str]:
             out.append(arg)
         elif arg == "--set":
             item = next(it, "")
-            if set_key(item) == "workers":
+            if set_key(item) in RESUME_SETS:
                 out += [arg, item]
-        elif arg.startswith("--set=") and set_key(arg.removeprefix("--set=")) == "workers":
+        elif arg.startswith("--set=") and set_key(arg.removeprefix("--set=")) in RESUME_SETS:
             out.append(arg)
     return out
 
