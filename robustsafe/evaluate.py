@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -303,10 +303,11 @@ def evaluate_agent(
 def _xi_values(xi: float | Sequence[float], amad: bool) -> tuple[bool, list[float]]:
     """(whether ``xi`` is a sweep, its values): one number, or several, each in (0, 1] and given
     once, checked before any episode runs."""
-    try:
+    # by shape, not by whether float() takes it: a tensor of several values raises ValueError
+    # there, and numpy takes an array of one value as a number
+    if isinstance(xi, str) or not isinstance(xi, Iterable) or getattr(xi, "ndim", None) == 0:
         return False, [float(xi)]  # a number (numpy's and 0-d tensors too)
-    except TypeError:
-        values = [float(x) for x in xi]
+    values = [float(x) for x in xi]
     if amad and not values:
         raise ValueError("xi: give AMAD at least one value")
     for x in values:

@@ -264,6 +264,23 @@ def test_xi_as_a_numpy_number_is_one_value_and_a_list_is_labelled(toy_agent_dir,
     assert rows[3].startswith("amad xi=0.5 ") and rows[4].startswith("amad xi=1 ")
 
 
+def test_xi_values_in_a_tensor_or_an_array_are_a_sweep_as_in_a_list(toy_agent_dir, toy_env_id):
+    # torch.linspace(...) or np.array([...]) of xi values: the sweep the same list gives (was: a
+    # tensor of several raised torch's "only one element tensors can be converted"; an array
+    # of one was taken as one number, its AMAD result without its xi)
+    agent = load_agent(toy_agent_dir)
+
+    def sweep(xi) -> list[tuple[str, float | None, list]]:
+        with VectorEnv(toy_env_id, 2, seed=0) as vec:
+            results = evaluate_agent(agent, vec, episodes=2, attacks=["amad"], xi=xi)
+        return [(r.attack, r.xi, r.episodes) for r in results]
+
+    listed = sweep([0.5, 1.0])
+    assert [(a, x) for a, x, _ in listed] == [("none", None), ("amad", 0.5), ("amad", 1.0)]
+    assert sweep(torch.tensor([0.5, 1.0])) == listed
+    assert sweep(np.array([0.5])) == listed[:2]
+
+
 def test_a_registered_attacker_is_evaluated_on_the_same_paired_episodes(
     toy_agent_dir, toy_env_id, monkeypatch
 ):
