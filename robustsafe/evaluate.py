@@ -305,17 +305,16 @@ def _xi_values(xi: float | Sequence[float], amad: bool) -> tuple[bool, list[floa
     once, checked before any episode runs."""
     # by shape, not by whether float() takes it: a tensor of several values raises ValueError
     # there, and numpy takes an array of one value as a number
-    if isinstance(xi, str) or not isinstance(xi, Iterable) or getattr(xi, "ndim", None) == 0:
-        return False, [float(xi)]  # a number (numpy's and 0-d tensors too)
-    values = [float(x) for x in xi]
+    one = isinstance(xi, str) or not isinstance(xi, Iterable) or getattr(xi, "ndim", None) == 0
+    values = [float(xi)] if one else [float(x) for x in xi]  # type: ignore[arg-type, union-attr]
     if amad and not values:
         raise ValueError("xi: give AMAD at least one value")
-    for x in values:
+    for x in values:  # one number too (was: xi 1.5 refused by AMAD after the natural episodes)
         if not 0.0 < x <= 1.0:
             raise ValueError(f"xi must be in (0, 1], got {x}")
     if len(set(values)) < len(values):
         raise ValueError(f"xi: a value given twice ({values})")
-    return True, values
+    return not one, values
 
 
 def parse_epsilons(text: str) -> list[float]:

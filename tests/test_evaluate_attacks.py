@@ -279,6 +279,13 @@ def test_xi_values_in_a_tensor_or_an_array_are_a_sweep_as_in_a_list(toy_agent_di
     assert [(a, x) for a, x, _ in listed] == [("none", None), ("amad", 0.5), ("amad", 1.0)]
     assert sweep(torch.tensor([0.5, 1.0])) == listed
     assert sweep(np.array([0.5])) == listed[:2]
+    # one xi outside (0, 1] is refused before any episode, as a sweep's (was: xi 1.5 ran the
+    # natural episodes, then AMAD refused it; xi 0 was taken)
+    played = []
+    for bad in (1.5, 0.0, np.float64(-0.1)):
+        with VectorEnv(toy_env_id, 2, seed=0) as vec, pytest.raises(ValueError, match=r"\(0, 1\]"):
+            evaluate_agent(agent, vec, episodes=2, attacks=["amad"], xi=bad, on_step=played.append)
+    assert played == []
 
 
 def test_a_registered_attacker_is_evaluated_on_the_same_paired_episodes(
