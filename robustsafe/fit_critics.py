@@ -16,6 +16,7 @@ drawn the same way. ``std`` is ``exploration_std`` if given, else the policy's o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def fit_critics(
     updates_per_1000_steps: int = 50,
     seed: int = 0,
     cfg: CriticConfig | None = None,
-    on_epoch: callable | None = None,
+    on_epoch: Callable[[dict[str, float]], None] | None = None,
 ) -> list[dict[str, float]]:
     """Replace ``agent.critics`` with critics fitted to its policy; returns per-epoch losses."""
     check_compatible(agent, vec)
@@ -144,7 +145,7 @@ def fit_policy_critics(
     cfg: CriticConfig | None = None,
     num_envs: int = 10,
     workers: int = 0,
-    on_epoch: callable | None = None,
+    on_epoch: Callable[[dict[str, float]], None] | None = None,
 ) -> QCritics:
     """Q_r and Q_c of a foreign policy (any ``Policy``, or what ``as_policy`` adapts).
 

@@ -212,10 +212,18 @@ def sample_trajectory(
     """Roll out pi o nu for ``horizon`` steps: returns (true states, observed states).
 
     The adversary picks the observation s~_t ~ nu(.|s_t), the agent draws a_t ~ pi(.|s~_t)
-    and the true state moves on, s_{t+1} ~ P(.|s_t, a_t).
+    and the true state moves on, s_{t+1} ~ P(.|s_t, a_t). ``start``: the first true state, an
+    index in [0, n_states) (None: drawn from the initial distribution); ValueError otherwise.
     """
     pi = validate_policy(policy, cmdp.n_states, cmdp.n_actions)
     n = cmdp.n_states
+    for name, value, top in (("start", start, n), ("horizon", horizon, None)):
+        if name == "start" and value is None:
+            continue
+        whole = isinstance(value, int | np.integer) and not isinstance(value, bool)
+        if not whole or value < 0 or (top is not None and value >= top):
+            span = f"a state index in [0, {n})" if top else "an integer >= 0"
+            raise ValueError(f"{name} must be {span}, got {value!r}")
     if adversary is None:
         nu = np.eye(n)
     else:

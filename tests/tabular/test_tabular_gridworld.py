@@ -91,6 +91,27 @@ def test_sampled_returns_agree_with_exact_values(world_and_optimum):
     assert abs(returns[:, 1].mean() - exact.cost_return) < 4 * stderr[1] + truncation
 
 
+def test_a_trajectory_starts_where_asked_or_says_why_not(world_and_optimum):
+    """``start`` -1 silently began at the last state (numpy's index from the end), a start past
+    the last state raised a bare IndexError: now a one-line ValueError; a valid start is kept."""
+    world, opt = world_and_optimum
+    cmdp = world.cmdp
+    rng = np.random.default_rng(0)
+    last = cmdp.n_states - 1
+    states, _ = sample_trajectory(cmdp, opt.policy, None, rng, 3, start=np.int64(last))
+    assert states[0] == last and len(states) == 4
+    for kw, words in (
+        ({"start": -1}, f"start must be a state index in [0, {cmdp.n_states}), got -1"),
+        ({"start": cmdp.n_states}, "start must be a state index"),
+        ({"start": True}, "start must be a state index"),
+        ({"start": 1.5}, "start must be a state index"),
+        ({"horizon": -2}, "horizon must be an integer >= 0, got -2"),
+    ):
+        args = {"start": 0, "horizon": 3, **kw}
+        with pytest.raises(ValueError, match=re.escape(words)):
+            sample_trajectory(cmdp, opt.policy, None, rng, args["horizon"], start=args["start"])
+
+
 def test_run_demo_returns_the_report_and_saves_the_figure(tmp_path):
     text = run_demo(tmp_path / "out", radii=[1.0, 2.0])
     figure = tmp_path / "out" / FIGURE_NAME
