@@ -305,8 +305,9 @@ def _xi_values(xi: float | Sequence[float], amad: bool) -> tuple[bool, list[floa
     once, checked before any episode runs."""
     # by shape, not by whether float() takes it: a tensor of several values raises ValueError
     # there, and numpy takes an array of one value as a number
-    one = isinstance(xi, str) or not isinstance(xi, Iterable) or getattr(xi, "ndim", None) == 0
-    values = [float(xi)] if one else [float(x) for x in xi]  # type: ignore[arg-type, union-attr]
+    one = isinstance(xi, str | bytes) or not isinstance(xi, Iterable)
+    one = one or getattr(xi, "ndim", None) == 0
+    values = [_decimal(xi)] if one else [_decimal(x) for x in xi]  # type: ignore[union-attr]
     if amad and not values:
         raise ValueError("xi: give AMAD at least one value")
     for x in values:  # one number too (was: xi 1.5 refused by AMAD after the natural episodes)
@@ -315,6 +316,17 @@ def _xi_values(xi: float | Sequence[float], amad: bool) -> tuple[bool, list[floa
     if len(set(values)) < len(values):
         raise ValueError(f"xi: a value given twice ({values})")
     return not one, values
+
+
+def _decimal(x: Any) -> float:
+    """``float(x)``; a value held in fewer than 64 bits (a float32 tensor's or array's) as the
+    shortest decimal that reads back to it: ``torch.linspace(0.05, 0.1, 2)`` gives the xi 0.05
+    and 0.1 that a list gives, not 0.05000000074505806."""
+    if isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16, torch.float32):
+        x = np.float32(x.item())  # bfloat16 and float16 values are float32 values too
+    if isinstance(x, np.float16 | np.float32):
+        return float(str(x))
+    return float(x)
 
 
 def parse_epsilons(text: str) -> list[float]:

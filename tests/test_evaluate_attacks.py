@@ -279,6 +279,10 @@ def test_xi_values_in_a_tensor_or_an_array_are_a_sweep_as_in_a_list(toy_agent_di
     assert [(a, x) for a, x, _ in listed] == [("none", None), ("amad", 0.5), ("amad", 1.0)]
     assert sweep(torch.tensor([0.5, 1.0])) == listed
     assert sweep(np.array([0.5])) == listed[:2]
+    # float32 values read as the decimals they hold (torch.linspace's default dtype): the xi of
+    # a list, so that results group by xi (was: 0.05000000074505806)
+    assert [x for _, x, _ in sweep(torch.linspace(0.05, 0.1, 2))][1:] == [0.05, 0.1]
+    assert [x for _, x, _ in sweep(np.array([0.3], dtype=np.float32))][1:] == [0.3]
     # one xi outside (0, 1] is refused before any episode, as a sweep's (was: xi 1.5 ran the
     # natural episodes, then AMAD refused it; xi 0 was taken)
     played = []

@@ -90,9 +90,9 @@ def train_settings(args: argparse.Namespace) -> tuple[TrainConfig, Path]:
             if conflicts:
                 raise ValueError(
                     f"cannot resume {out}: " + "; ".join(conflicts) + ". A resume keeps the "
-                    "run's saved settings (only --epochs / --total-steps, --env-workers and "
-                    "--set checkpoint_every may change): drop these options, or train a new "
-                    "run in another --out"
+                    "run's saved settings (only --epochs / --total-steps, --env-workers, --set "
+                    "workers=K and --set checkpoint_every=N may change): drop these options, or "
+                    "train a new run in another --out"
                 )
             cfg = _resume_runtime(cfg, args, file_sets)
             if args.epochs is not None:

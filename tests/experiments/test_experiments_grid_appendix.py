@@ -211,3 +211,11 @@ def test_an_evaluation_whose_previous_file_cannot_be_kept_does_not_run(
         n = 3 + 2 * (rounds == 2)  # seed 0's extra, seed 1's two (and both trainings)
         assert [c.split("/")[0] for c in counts] == [f"[{k}" for k in range(1, n + 1)]
         assert counts[-1] == f"[{n}/{n}]"  # planned first with it (6), then without (5)
+    # the refusal's reason stays in the summary when the run's extra evaluation fails after it
+    # (its log's tail was put in place of the reason)
+    from robustsafe.experiments.grid import commands
+
+    monkeypatch.setattr(commands, "extra_command", lambda *a: ["-c", "raise SystemExit('boom')"])
+    first, _ = run_grid(dataclasses.replace(s, episodes=4), log=lambda line: None)
+    assert (first.evaluation, first.extra) == ("failed", (("eval-appendix.json", "failed"),))
+    assert "could not be kept ([Errno 28]" in first.log_tail and "boom" in first.log_tail

@@ -315,11 +315,12 @@ class _Jobs:
         """Record a failed job's exit status and log the last lines of its log."""
         s = self.states[job.index]
         s.exit_code = rc
-        s.log_tail = _tail(job.log_path, job.log_offset)
+        tail = _tail(job.log_path, job.log_offset)
+        s.log_tail = "\n".join(filter(None, [s.log_tail, tail]))  # kept: a refusal's reason
         self.log(
             f"[grid] FAILED {self.describe(job)} (exit status {rc}); last lines of {job.log_path}:"
         )
-        for line in s.log_tail.splitlines():
+        for line in tail.splitlines():
             self.log(f"[grid]   {line}")
 
     def stop_running(self) -> None:
