@@ -200,6 +200,9 @@ def test_an_evaluation_whose_previous_file_cannot_be_kept_does_not_run(
         first, second = run_grid(again, log=logged.append)
         assert (first.evaluation, first.extra) == ("failed", (("eval-appendix.json", "evaluated"),))
         assert "the previous eval.json could not be kept ([Errno 28]" in first.log_tail
+        summary = format_results([first]).splitlines()
+        assert summary[1] == f"--- {seed0}: why it failed"
+        assert "the previous eval.json could not be kept" in summary[2]
         assert (seed0 / "eval.json").read_bytes() == kept
         assert not list(seed0.glob("eval.replaced-*"))
         assert (second.evaluation, second.extra) == (

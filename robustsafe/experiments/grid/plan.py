@@ -297,7 +297,8 @@ class RunResult:
 
 
 def format_results(results: Sequence[RunResult]) -> str:
-    """A summary: one line per run, the failures' log tails, and the totals."""
+    """A summary: one line per run, why each failed run failed (a refused evaluation's reason,
+    the last lines of a failed job's log), and the totals."""
     lines = []
     for r in results:
         label = r.mode if r.algo == "ppol" else f"{r.algo} {r.mode}"
@@ -309,7 +310,7 @@ def format_results(results: Sequence[RunResult]) -> str:
         lines.append(line)
     for r in results:
         if not r.ok and r.log_tail:
-            lines.append(f"--- {r.run_dir}: last lines of its log")
+            lines.append(f"--- {r.run_dir}: why it failed")
             lines.extend("    " + s for s in r.log_tail.splitlines())
     failed = sum(not r.ok for r in results)
     lines.append(f"{len(results)} runs, {failed} failed")
