@@ -11,7 +11,8 @@ attacker. The verdict rule, fixed before the runs started: the change adopted is
 robust on the most of the ten (row, seed) pairs, if that is at least 8, at least 3 more than
 A-last (the preset as it is) and its pooled natural reward is at least 90% of A-last's; ties go
 to the smaller change (A-average, then B-last, then B-average). Otherwise nothing is adopted.
-Until every run has both evaluations the verdict is reported as pending.
+Until every run has both evaluations the verdict is pending, unless no change can reach 8 any
+more whatever the missing runs give: then nothing is adopted, settled early.
 
     python benchmarks/schedule_average_verdict.py \
         benchmarks/results/recipe/carcircle-adv-schedule-average \
@@ -113,10 +114,14 @@ def counts(agents: dict[str, dict[tuple[str, int], Agent | None]]) -> list[Count
 
 def verdict(table: list[Count]) -> str:
     """The rule's outcome: the adopted agent kind's name, ``"none"``, or ``"pending"`` while a
-    run or an evaluation is missing."""
+    run or an evaluation is missing and a change could still reach ``MIN_ROBUST`` (``"none"``
+    is settled as soon as no change can, whatever the missing runs give)."""
     total = len(ROWS) * len(SEEDS)
     if any(c.runs < total for c in table):
-        return "pending"
+        reachable = any(
+            c.robust + total - c.runs >= MIN_ROBUST for c in table if c.name != BASELINE
+        )
+        return "pending" if reachable else "none"
     base = next(c for c in table if c.name == BASELINE)
     passing = [
         c
@@ -146,8 +151,14 @@ def render(agents: dict[str, dict[tuple[str, int], Agent | None]]) -> str:
         lines.append(f"| {c.name} | {c.robust} | {c.runs} | {c.reward:.1f} |")
     outcome = verdict(table)
     lines.append("")
+    missing = sum(len(ROWS) * len(SEEDS) - c.runs for c in table)
     if outcome == "pending":
         lines.append("Verdict: pending (not every run has both evaluations yet).")
+    elif outcome == "none" and missing:
+        lines.append(
+            f"Verdict: nothing adopted ({missing} evaluations still missing, but no change can "
+            f"reach {MIN_ROBUST} robust of 10 any more)."
+        )
     elif outcome == "none":
         lines.append("Verdict: nothing adopted (no agent kind meets the rule).")
     else:

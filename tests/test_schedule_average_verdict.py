@@ -85,6 +85,23 @@ def test_pending_until_every_evaluation_is_there(tmp_path: Path) -> None:
     assert "(not yet)" in module.render(module.collect(study))
 
 
+def test_nothing_adopted_is_settled_once_no_change_can_reach_eight(tmp_path: Path) -> None:
+    module = _verdict_module()
+    # B-average robust on its first 7 pairs; B-last on 6 and A-average on 5.
+    study = _study(
+        tmp_path, dict(zip(KINDS, (0, 5, 6, 7), strict=True)), dict.fromkeys(KINDS, 300.0)
+    )
+    for _, arm, filename in module.AGENTS:  # the last pair not evaluated yet, for every kind
+        (study / arm / "adv-mr-seed4" / filename).unlink()
+    table = module.counts(module.collect(study))
+    assert module.verdict(table) == "pending"  # B-average's 7 + 1 missing can still make 8
+    _write(study / "B" / "adv-mr-seed1" / "eval_avg09.json", 300.0, 30.0)  # 6 + 1 missing
+    table = module.counts(module.collect(study))
+    assert [c.robust for c in table] == [0, 5, 6, 6]
+    assert module.verdict(table) == "none"
+    assert "no change can reach 8" in module.render(module.collect(study))
+
+
 def test_cost_exactly_at_the_limit_is_robust_and_natural_cost_counts(tmp_path: Path) -> None:
     module = _verdict_module()
     at_limit = tmp_path / "a.json"
