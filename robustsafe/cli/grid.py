@@ -59,9 +59,9 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 def _check_launch_options(args: argparse.Namespace) -> None:
     """Check --parallel-runs, --backend, --calibrate and --machine-factor together."""
-    if args.parallel_runs < 1:
+    if args.parallel_runs is not None and args.parallel_runs < 1:
         raise CLIError(f"--parallel-runs must be >= 1, got {args.parallel_runs}")
-    if args.backend == "ray" and args.parallel_runs != 1:
+    if args.backend == "ray" and args.parallel_runs is not None:
         raise CLIError(
             "--parallel-runs is for the local backend only: with --backend ray the cluster's "
             "CPUs and --cpus-per-run set how many runs go at once"
@@ -142,6 +142,7 @@ def _grid_spec(
     train_args: list[str],
 ):
     """The GridSpec of the command line."""
+    from robustsafe.experiments.concurrency import default_parallel_runs
     from robustsafe.experiments.grid import GridSpec
 
     return GridSpec(
@@ -151,7 +152,7 @@ def _grid_spec(
         seeds=args.seeds,
         preset=args.preset,
         out=Path(args.out),
-        workers=args.parallel_runs,
+        workers=default_parallel_runs() if args.parallel_runs is None else args.parallel_runs,
         attacks=evaluation["attacks"],
         episodes=evaluation["episodes"],
         eval_seed=evaluation["eval_seed"],
@@ -306,9 +307,10 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
         "--parallel-runs",
         "--workers",
         type=int,
-        default=1,
-        help="runs (trainings, evaluations) at a time: 1 on 2 cores, each training already uses "
-        "2 env workers; local backend only",
+        default=None,
+        help="runs (trainings, evaluations) at a time, local backend only (default: enough to "
+        "keep the cores busy, ceil(cores / 1.44), at most one per 3 GiB of free memory: 2 on "
+        "2 cores; a run alone keeps about 1.44 busy)",
     )
     # None: not given (so that --no-eval can refuse them); the defaults are _EVAL_DEFAULTS'
     g.add_argument(

@@ -60,6 +60,7 @@ from functools import cache
 
 from robustsafe.choices import OFF_POLICY_ALGOS
 from robustsafe.experiments import compute_rates as rates
+from robustsafe.experiments.concurrency import shared_wall_time
 
 
 @dataclass(frozen=True)
@@ -362,17 +363,12 @@ def _duration(seconds: float) -> str:
 
 
 def _local_wall_time(spec, seconds: Sequence[float], cores: int) -> str:
-    """The grid's wall time here: the runs at a time that fit the machine (each run's rate was
-    measured on ``cpus_per_run`` cores: more runs at once share them, and go no faster), and
-    never less than its longest run."""
-    fit = max(1, min(spec.workers, cores // spec.cpus_per_run, len(seconds)))
-    wall = max(sum(seconds) / fit, max(seconds, default=0.0))
-    asked = (
-        f", not the {spec.workers} asked: {cores} cores, {spec.cpus_per_run} per run"
-        if fit < min(spec.workers, len(seconds))
-        else ""
-    )
-    return f"{_duration(wall)} here with {fit} at a time{asked}"
+    """The grid's wall time here: ``spec.workers`` runs at a time sharing ``cores`` (each run
+    alone keeps about ``BUSY_CORES_PER_RUN`` of them busy; more runs than the cores hold slow
+    each other down), never less than its longest run."""
+    at_once = max(1, min(spec.workers, len(seconds)))
+    wall = shared_wall_time(seconds, at_once, cores)
+    return f"{_duration(wall)} here with {at_once} at a time on {cores} cores"
 
 
 def _hours(hours: float) -> str:
