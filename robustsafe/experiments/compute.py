@@ -60,7 +60,7 @@ from functools import cache
 
 from robustsafe.choices import OFF_POLICY_ALGOS
 from robustsafe.experiments import compute_rates as rates
-from robustsafe.experiments.concurrency import shared_wall_time
+from robustsafe.experiments.concurrency import available_cores, shared_wall_time
 
 
 @dataclass(frozen=True)
@@ -418,7 +418,7 @@ def format_cost(
         f"{spec.cpus_per_run} cores per run"
     )
     if spec.backend == "local":
-        line += "; " + _local_wall_time(spec, [c.seconds for c in costs], os.cpu_count() or 1)
+        line += "; " + _local_wall_time(spec, [c.seconds for c in costs], available_cores())
     else:
         line += "; on Ray: run-hours / the cluster's runs at a time (CPUs // cpus_per_run)"
     lines.append(line)

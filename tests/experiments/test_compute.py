@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -357,3 +358,32 @@ def test_default_runs_at_a_time_fill_the_cores_within_the_memory(tmp_path):
     meminfo.write_text("MemTotal:  24683840 kB\n")
     assert available_memory(meminfo) is None
     assert available_memory(tmp_path / "absent") is None
+
+
+def test_a_containers_cpu_quota_and_memory_limit_bound_the_runs_at_a_time(tmp_path):
+    from robustsafe.experiments.concurrency import available_cores, available_memory
+
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    assert 1 <= available_cores(cgroup) <= (os.cpu_count() or 1)  # no quota: the affinity
+    (cgroup / "cpu.max").write_text("150000 100000\n")  # 1.5 CPUs: 2 cores in use at most
+    assert available_cores(cgroup) == min(2, len(os.sched_getaffinity(0)))
+    (cgroup / "cpu.max").write_text("max 100000\n")
+    assert available_cores(cgroup) == len(os.sched_getaffinity(0))
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemAvailable:   20971520 kB\n")  # 20 GiB free on the host
+    (cgroup / "memory.max").write_text(str(8 * 2**30))
+    (cgroup / "memory.current").write_text(str(2 * 2**30))
+    assert available_memory(meminfo, cgroup) == 6 * 2**30  # the container's 8 GiB less 2 used
+    (cgroup / "memory.max").write_text("max\n")
+    assert available_memory(meminfo, cgroup) == 20 * 2**30
+
+
+def test_shared_wall_time_refuses_what_has_no_wall_time():
+    from robustsafe.experiments.concurrency import shared_wall_time
+
+    for seconds, at_once, cores in (([1.0], 0, 2), ([1.0], 1, 0), ([-5.0, 10.0], 2, 2)):
+        with pytest.raises(ValueError):
+            shared_wall_time(seconds, at_once, cores)
+    with pytest.raises(ValueError, match="finite"):
+        shared_wall_time([float("nan")], 1, 2)

@@ -291,6 +291,7 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
     second = run_grid(spec, log=logged.append)
     counters = [line.split("] start")[0].split("[")[-1] for line in logged if "] start" in line]
     assert counters == ["1/4", "2/4", "3/4", "4/4"]  # the evaluations counted from the start
+    assert f"[grid] {spec.workers} job(s) at a time (--parallel-runs)" in logged
     assert [(r.mode, r.train, r.evaluation, r.epochs_done) for r in second] == [
         ("vanilla", "resumed", "evaluated", 2),
         ("adv-mc", "trained", "evaluated", 2),
@@ -355,9 +356,12 @@ def test_grid_trains_resumes_skips_evaluates_and_survives_a_crash(tmp_path, impo
 
     # a run holding other settings than the grid's is noted, and refused before anything runs
     changed = dataclasses.replace(spec, train_args=(*spec.train_args, "--set", "ppo.actor_lr=1"))
-    assert all("ppo.actor_lr" in p.note for p in plan_grid(changed))
+    saved_lr = load_run_config(second[0].run_dir).ppo.actor_lr
+    assert all(f"ppo.actor_lr {saved_lr!r} -> 1.0" in p.note for p in plan_grid(changed))
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
-    with pytest.raises(ValueError, match=r"2 run\(s\) in .* other settings .*ppo\.actor_lr"):
+    with pytest.raises(
+        ValueError, match=r"2 run\(s\) in .* other settings .*ppo\.actor_lr \S+ -> 1\.0"
+    ):
         run_grid(changed, log=lambda s: None)
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
     kept = dataclasses.replace(changed, keep_saved_settings=True)

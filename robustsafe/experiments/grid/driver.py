@@ -133,6 +133,8 @@ def run_grid(
     # leaves no --out folder behind; but not for a folder another grid holds (nor Ray started)
     _check_no_other_grid(spec.out)
     launcher = make_launcher(spec.backend, spec.workers, spec.cpus_per_run)
+    if spec.backend == "local":
+        log(f"[grid] {spec.workers} job(s) at a time (--parallel-runs)")
     try:
         with _grid_lock(spec.out):
             results = _execute(spec, plan, states, launcher, log, poll_interval)

@@ -101,6 +101,12 @@ def _settings_difference(saved: TrainConfig, wanted: TrainConfig) -> list[str]:
     return sorted(k for k in keys if k not in RESUME_MAY_CHANGE and a.get(k) != b.get(k))
 
 
+def _described_difference(saved: TrainConfig, wanted: TrainConfig) -> list[str]:
+    """``_settings_difference`` with the values: "KEY SAVED -> GRID'S"."""
+    a, b = flat_settings(saved), flat_settings(wanted)
+    return [f"{k} {a.get(k)!r} -> {b.get(k)!r}" for k in _settings_difference(saved, wanted)]
+
+
 def plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str = "ppol") -> PlannedRun:
     """The plan of one run (reads its directory, changes nothing)."""
     return replace(_plan_run(spec, env_id, mode, seed, algo), algo=algo)
@@ -126,10 +132,10 @@ def _plan_run(spec: GridSpec, env_id: str, mode: str, seed: int, algo: str) -> P
         )
     done = status[0] if status is not None else 0
     epsilon = saved.robust.epsilon
-    differ = tuple(_settings_difference(saved, wanted))
+    differ = tuple(_described_difference(saved, wanted))
     if differ:
         notes.append(
-            "the run's saved settings differ from the grid's in "
+            "the run's saved settings differ from the grid's (saved -> grid's): "
             + ", ".join(differ)
             + (" (kept: --keep-saved-settings)" if spec.keep_saved_settings else "")
         )
@@ -176,9 +182,9 @@ def check_saved_settings(spec: GridSpec, plan: list[PlannedRun]) -> None:
     first = differ[0]
     raise ValueError(
         f"{len(differ)} run(s) in {spec.out} were trained with other settings than this "
-        f"grid's (first: {first.env_id} {first.label} seed {first.seed}, in "
-        f"{', '.join(first.settings_differ)}); use another --out for the new settings, or "
-        "--keep-saved-settings to go on with the saved ones"
+        f"grid's (first: {first.env_id} {first.label} seed {first.seed}, saved -> grid's: "
+        f"{', '.join(first.settings_differ)}; a preset may have changed since); use another "
+        "--out for the new settings, or --keep-saved-settings to go on with the saved ones"
     )
 
 
