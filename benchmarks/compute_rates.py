@@ -6,11 +6,12 @@ and the other learners', ``benchmarks/results/table1alg/<env>/<learner>-<mode>/.
 ``benchmarks/results/offpolicy_adv/...`` (SAC-Lag's and CVPO's adversarial trainings) and
 ``benchmarks/results/sac_multiplier/table-150k/...`` (the 150k-step SAC-Lag table), the runs
 on the rates' processor only (``RATES_CPU``); preset ``fast``, 20 envs in 2 worker processes, a
-2-core machine): seconds per env step of the
-whole training (wall time over env steps: start-up, checkpoints and updates included) and its
-parts (env stepping, attacks, policy, updates; summed over epochs), pooled over seeds, per task
-and run directory name (the training mode, with the learner in front for learners other than
-PPOL). From ``benchmarks/results/compute/calibration.json``
+2-core machine): seconds per env step of the whole training (wall time over env steps: start-up,
+checkpoints and updates included) and its parts (env stepping, attacks, policy, updates; summed
+over epochs), pooled over seeds, per task and run directory name (the training mode, with the
+learner in front for learners other than PPOL), and the share of their env steps acted on
+attacked observations (``attacked_share``, from each run's config.yaml; the runs' shares
+weighted by their env steps). From ``benchmarks/results/compute/calibration.json``
 (``benchmarks/compute_calibration.py``): each task's env, policy and update time per step in
 a short fast vanilla training relative to the reference task's, the paper preset's update
 cost per step relative to fast's, and an evaluation's cost per step relative to the fast
@@ -45,10 +46,25 @@ def on_the_rates_machine(run: Path) -> bool:
     return all(start.get("cpu") == RATES_CPU for start in starts)
 
 
-def _layout(config: Path) -> tuple[int, int]:
+def _layout(cfg: dict) -> tuple[int, int]:
     """(envs, worker processes) of a run, from its config.yaml."""
-    cfg = read_yaml(config)
     return int(cfg["num_envs"]), int(cfg["workers"])
+
+
+def attacked_share(cfg: dict) -> float:
+    """The share of a run's env steps acted on attacked observations, from its config.yaml: in
+    random / adv-* training ``robust.attacked_fraction`` of the envs (1 in runs older than the
+    option: every env) while the budget is above 0, the epochs after ``robust.schedule_start``
+    (the budget is 0 up to that epoch, ``robustsafe.schedule``), or every epoch under the
+    ``constant`` schedule; 0 in the other modes (clean rollouts)."""
+    r = cfg["robust"]
+    mode = r["mode"]
+    if mode != "random" and not mode.startswith("adv-"):
+        return 0.0
+    fraction = float(r.get("attacked_fraction", 1.0))
+    if r["schedule"] == "constant":
+        return fraction
+    return fraction * max(0.0, 1.0 - int(r["schedule_start"]) / int(cfg["epochs"]))
 
 
 STOPPED = 3.0  # an epoch this many times the run's median epoch time was paused (SIGSTOP)
@@ -73,6 +89,46 @@ def without_stopped_epochs(rows: list[dict[str, str]]) -> tuple[float, dict[str,
     return wall, parts
 
 
+def _entry(key: str, values: tuple) -> str:
+    """One MEASURED line as ``ruff format`` leaves it: on one line if it fits in 100
+    characters, else one value per line."""
+    line = f"    {json.dumps(key)}: {values!r},"
+    if len(line) <= 100:
+        return line
+    inner = "".join(f"        {v!r},\n" for v in values)
+    return f"    {json.dumps(key)}: (\n{inner}    ),"
+
+
+def measure(dirs: list[str]) -> dict[str, tuple]:
+    """The MEASURED entries (``FIELDS`` in order) of the runs under ``dirs``
+    (``<dir>/<env>/<run directory name>/seed*/``, on ``RATES_CPU`` only): each part's time and
+    the attacked steps summed over the runs, over their summed env steps."""
+    sums: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    layouts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    found = (sorted(Path(d).glob("*/*/seed*/metrics.csv")) for d in dirs)
+    for metrics in (m for runs in found for m in runs if on_the_rates_machine(m.parent)):
+        env, mode = metrics.parts[-4], metrics.parts[-3]
+        rows = read_csv_rows(metrics)
+        s = sums[(env, mode)]
+        cfg = read_yaml(metrics.parent / "config.yaml")
+        layouts[(env, mode)][_layout(cfg)] += 1
+        wall, parts = without_stopped_epochs(rows)
+        steps = int(rows[-1]["env_steps"])
+        s["steps"] += steps
+        s["attacked"] += steps * attacked_share(cfg)
+        s["wall"] += wall
+        s["runs"] += 1
+        for k in PARTS:
+            s[k] += parts[k]
+    measured = {}
+    for (env, mode), s in sorted(sums.items()):
+        us = [1e6 * s["wall"] / s["steps"], *(1e6 * s[k] / s["steps"] for k in PARTS)]
+        layout = layouts[(env, mode)].most_common(1)[0][0]
+        attacked = round(s["attacked"] / s["steps"], 4)
+        measured[f"{env}/{mode}"] = (*(round(x, 2) for x in us), int(s["runs"]), *layout, attacked)
+    return measured
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument(
@@ -91,27 +147,9 @@ def main() -> None:
     p.add_argument("--calibration", default="benchmarks/results/compute/calibration.json")
     p.add_argument("--out", default="robustsafe/experiments/compute_rates.py")
     args = p.parse_args()
-    sums: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    layouts: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    found = (sorted(Path(d).glob("*/*/seed*/metrics.csv")) for d in args.runs)
-    for metrics in (m for runs in found for m in runs if on_the_rates_machine(m.parent)):
-        env, mode = metrics.parts[-4], metrics.parts[-3]
-        rows = read_csv_rows(metrics)
-        s = sums[(env, mode)]
-        layouts[(env, mode)][_layout(metrics.parent / "config.yaml")] += 1
-        wall, parts = without_stopped_epochs(rows)
-        s["steps"] += int(rows[-1]["env_steps"])
-        s["wall"] += wall
-        s["runs"] += 1
-        for k in PARTS:
-            s[k] += parts[k]
-    measured = {}
-    for (env, mode), s in sorted(sums.items()):
-        us = [1e6 * s["wall"] / s["steps"], *(1e6 * s[k] / s["steps"] for k in PARTS)]
-        layout = layouts[(env, mode)].most_common(1)[0][0]
-        measured[f"{env}/{mode}"] = (*(round(x, 2) for x in us), int(s["runs"]), *layout)
+    measured = measure(args.runs)
     cal = json.loads(Path(args.calibration).read_text())
-    rows = "\n".join(f"    {json.dumps(k)}: {v!r}," for k, v in measured.items())
+    rows = "\n".join(_entry(k, v) for k, v in measured.items())
     parts = ("env", "policy", "update")
     ratios = "\n".join(
         f"    {json.dumps(k)}: {tuple(round(v[part], 3) for part in parts)!r},"
@@ -130,8 +168,13 @@ preset fast, 2 cores, the runs on {RATES_CPU} only) and
 
 # "<env>/<run directory name>": microseconds per env step of a whole fast-preset training
 # (wall: start-up, checkpoints and updates included) and of its parts, summed over epochs; the
-# runs pooled; and their env layout (envs, worker processes).
-FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers")
+# runs pooled; and their env layout (envs, worker processes). attacked: the share of the runs'
+# env steps acted on attacked observations, from each run's config.yaml (random / adv-*:
+# robust.attacked_fraction, 1 in runs older than the option, x the epochs after
+# robust.schedule_start over the epochs, or x 1 under the constant schedule; other modes 0),
+# the runs' shares weighted by their env steps as the per-step rates pool (attacked steps
+# summed over steps summed).
+FIELDS = ("wall", "env", "attack", "policy", "update", "runs", "num_envs", "workers", "attacked")
 MEASURED = {{
 {rows}
 }}

@@ -13,17 +13,20 @@ of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.p
   env-stepping ratio in the calibration trainings below where that is less (a task with one
   run group has no peer), since only the machine's load changes that (the committed runs
   shared the machine with up to 6 jobs);
-- the attack part of random / ADV training is multiplied by the share of env steps attacked
-  (attacked envs x epochs after the schedule's start, under the preset priced) over the
-  source runs' share under fast (CarCircle 0.25; ``paper`` attacks every env from epoch 52
-  of 100: 0.48);
+- the attack part of random / ADV training is multiplied by the share of env steps the
+  planned run attacks (attacked envs x the epochs after the schedule's start, under the preset
+  priced with the run's own mode and learner: fast CarCircle ADV-PPOL and FOCOPS start at epoch
+  50 of 150 with half the envs, 0.33, PPOL-random at 75, 0.25; ``paper`` attacks every env from
+  epoch 52 of 100, 0.48) over the share the source runs attacked, from their own config.yaml
+  (MEASURED's ``attacked``: Table 1's CarCircle runs attacked every env from epoch 21 of 150,
+  0.87);
 - a task measured in vanilla training but not in the mode takes its own vanilla rates plus
   what the mode adds per step on another task (each part: the mode's minus that task's
   vanilla's, at least 0; the wall time grows by their sum): for random / ADV training the
-  task whose fast preset attacks the nearest share of env steps (AntRun's 0.8 nearest
-  DroneRun's 0.92, AntCircle's 0.41 DroneCircle's 0.40; among equals a task of the same kind,
-  Run or Circle), since the per-step attack cost differs from task to task; else the
-  reference task;
+  task whose measured runs attacked the share of env steps nearest the planned run's (fast
+  AntRun ADV-PPOL's 0.8 nearest CarCircle's 0.87, AntCircle's 0.41 DroneCircle's 0.40; among
+  equals a task of the same kind, Run or Circle), so that the attack part is scaled least,
+  since the per-step attack cost differs from task to task; else the reference task;
 - a task without runs uses the reference task's rates (SafetyCarCircle-v0: the same
   (256, 256) networks as the Drone and Ant presets), or for another learner whichever task it
   was measured on, with the env-stepping, policy and update parts each scaled by the two
@@ -31,9 +34,10 @@ of measured rates (``compute_rates.py``, written by ``benchmarks/compute_rates.p
   (``benchmarks/compute_calibration.py --train-only``: the physics, the episode resets, the
   epoch size's share of the update cost); a task without that measurement uses the source's
   rates unchanged (factor 1, stated);
-- a learner measured only in vanilla training adds PPOL's attack time of the mode; SAC-Lag at
-  an entropy weight without runs uses another weight's rates; a learner without any runs counts
-  as PPOL; ``adv-mix:W`` counts as ``adv-mc`` (each stated in the basis column);
+- a learner measured only in vanilla training adds PPOL's attack time of the mode (times the
+  learner's attacked share over PPOL's under the preset); SAC-Lag at an entropy weight without
+  runs uses another weight's rates; a learner without any runs counts as PPOL; ``adv-mix:W``
+  counts as ``adv-mc`` (each stated in the basis column);
 - preset ``paper`` multiplies the update part by the measured paper/fast update cost per step
   (PPOL's full-batch 80-pass updates).
 
@@ -96,7 +100,8 @@ def _rollout_group(key: str) -> tuple:
     the task, the env layout (envs, workers) and whether the learner steps the envs in whole
     epochs (on-policy) or between gradient steps (off-policy)."""
     task, label = key.split("/", 1)
-    num_envs, workers = rates.MEASURED[key][6:8]
+    fields = rates.MEASURED[key]
+    num_envs, workers = (fields[rates.FIELDS.index(f)] for f in ("num_envs", "workers"))
     return task, num_envs, workers, label.startswith(OFF_POLICY_LABELS)
 
 
@@ -127,7 +132,9 @@ def load_factor(key: str) -> float:
 def _parts(key: str) -> StepCost:
     """A measured key's seconds per step, with its load factor divided out (said in the basis
     where it is above 1.05)."""
-    wall, env, attack, policy, update = (x * 1e-6 for x in rates.MEASURED[key][:5])
+    fields = rates.MEASURED[key]
+    names = ("wall", "env", "attack", "policy", "update")
+    wall, env, attack, policy, update = (fields[rates.FIELDS.index(n)] * 1e-6 for n in names)
     f = load_factor(key)
     basis = f"load x{f:.2f} divided out" if f > 1.05 else ""
     return StepCost(wall / f, env / f, attack / f, policy / f, update / f, basis)
@@ -155,52 +162,71 @@ def _attacks_rollouts(mode: str) -> bool:
 
 
 @cache
-def _attacked_share(task: str, preset_name: str = "fast") -> float | None:
-    """The share of env steps that random / ADV training attacks on ``task`` under the preset:
-    the attacked envs' share times the epochs after the schedule's start; None for a task
-    without settings of its own in that preset."""
+def _attacked_share(task: str, preset_name: str, mode: str, algo: str) -> float | None:
+    """The share of env steps that a training of ``task`` in ``mode`` with learner ``algo``
+    attacks under the preset (its settings for that mode and learner: fast's ADV-PPOL and
+    FOCOPS on CarCircle start the schedule at epoch 50 of 150, not the task's 75): in random /
+    ADV training the attacked envs' share times the epochs after the schedule's start (the
+    budget is 0 until then), or every epoch under the ``constant`` schedule; 0 in the other
+    modes (clean rollouts), as MEASURED's ``attacked``; None for a task without settings of its
+    own in that preset. ``algo`` may carry a grid's entropy weight (``sac-lag:0.1``); a learner
+    the presets do not know counts as PPOL."""
+    from robustsafe.choices import ALGOS
     from robustsafe.presets import _FAST_TASKS, _PAPER_TASKS, preset
 
     if task not in (_FAST_TASKS if preset_name == "fast" else _PAPER_TASKS):
         return None
-    cfg = preset(task, preset_name)
-    return cfg.robust.attacked_fraction * max(0.0, 1.0 - cfg.robust.schedule_start / cfg.epochs)
+    if not _attacks_rollouts(mode):
+        return 0.0
+    learner = algo.split(":")[0]
+    cfg = preset(task, preset_name, mode=mode, algo=learner if learner in ALGOS else "ppol")
+    r = cfg.robust
+    if r.schedule == "constant":
+        return r.attacked_fraction
+    return r.attacked_fraction * max(0.0, 1.0 - r.schedule_start / cfg.epochs)
 
 
-def _attack_scale(task: str, source: str, mode: str, preset_name: str) -> float:
-    """What the source's attack time per step is multiplied by for ``task`` under the preset:
-    the two attacked shares' ratio (the source's runs trained with ``fast``); 1 for a mode
-    that does not attack its rollouts or a share that is not known."""
+def _measured_share(key: str) -> float:
+    """The share of env steps that the runs behind a MEASURED key attacked (their own
+    schedules and attacked envs, from their config.yaml: ``benchmarks/compute_rates.py``)."""
+    return rates.MEASURED[key][rates.FIELDS.index("attacked")]
+
+
+def _attack_scale(task: str, key: str, mode: str, preset_name: str, algo: str = "ppol") -> float:
+    """What the attack time per step measured under ``key`` is multiplied by for a training of
+    ``task`` in ``mode`` with ``algo`` under the preset: its attacked share of env steps over
+    the one the key's runs trained with; 1 for a mode that does not attack its rollouts, or a
+    share that is not known (a task without preset settings; source runs that attacked none)."""
     if not _attacks_rollouts(mode):
         return 1.0
-    ours, theirs = _attacked_share(task, preset_name), _attacked_share(source)
+    ours, theirs = _attacked_share(task, preset_name, mode, algo), _measured_share(key)
     return ours / theirs if ours is not None and theirs else 1.0
 
 
 def _source(
-    task: str, mode: str, algo: str, by_share: bool = False
+    task: str, mode: str, algo: str, share: float | None = None
 ) -> tuple[str, list[str]] | None:
-    """The MEASURED key to price (task, mode, algo) from: this task's; else (``by_share``, for
-    a mode that attacks its rollouts) that of the task whose fast preset attacks the nearest
-    share of env steps (to 0.01; among equals a task of the same kind, Run or Circle, then the
-    reference task); else the reference task's; else any task's with the same run-directory
-    name; None if there is none."""
+    """The MEASURED key to price (task, mode, algo) from: this task's; else (given the planned
+    run's attacked ``share``, for a mode that attacks its rollouts) that of the task whose
+    measured runs attacked the nearest share of env steps (to 0.01; among equals a task of the
+    same kind, Run or Circle, then the reference task); else the reference task's; else any
+    task's with the same run-directory name; None if there is none."""
     measured_tasks = sorted({k.split("/", 1)[0] for k in rates.MEASURED})
-    share = _attacked_share(task) if by_share and _attacks_rollouts(mode) else None
-    if share is None:
-        tasks = [task, rates.REFERENCE, *measured_tasks]
-    else:
+    labels = _labels(mode, algo)
+    for label in labels:
+        if share is None or not _attacks_rollouts(mode):
+            tasks = [task, rates.REFERENCE, *measured_tasks]
+        else:
 
-        def distance(t: str) -> tuple[float, bool, bool, str]:
-            other = _attacked_share(t)
-            gap = round(abs(other - share), 2) if other is not None else 2.0
-            return (gap, _kind(t) != _kind(task), t != rates.REFERENCE, t)
+            def distance(t: str, label: str = label) -> tuple[float, bool, bool, str]:
+                key = f"{t}/{label}"
+                gap = round(abs(_measured_share(key) - share), 2) if key in rates.MEASURED else 2.0
+                return (gap, _kind(t) != _kind(task), t != rates.REFERENCE, t)
 
-        tasks = [task, *sorted(measured_tasks, key=distance)]
-    for label in _labels(mode, algo):
+            tasks = [task, *sorted(measured_tasks, key=distance)]
         for t in dict.fromkeys(tasks):
             if f"{t}/{label}" in rates.MEASURED:
-                notes = [] if label == _labels(mode, algo)[0] else [f"{algo} as {label}"]
+                notes = [] if label == labels[0] else [f"{algo} as {label}"]
                 return f"{t}/{label}", notes
     return None
 
@@ -223,10 +249,10 @@ def _own_vanilla_plus_extra(
         return None
     base, modal, vanilla = _parts(own[0]), _parts(key), _parts(theirs[0])
     extra = {f: max(0.0, getattr(modal, f) - getattr(vanilla, f)) for f in _PARTS}
-    scale = _attack_scale(task, source, mode, preset_name)
+    scale = _attack_scale(task, key, mode, preset_name, algo)
     extra["attack"] *= scale
     loads = [c.basis for c in (base, modal, vanilla) if c.basis]
-    attack = f", attack x{scale:.2f}" if scale != 1.0 else ""
+    attack = f", attack x{scale:.2f}" if round(scale, 2) != 1.0 else ""
     return StepCost(
         wall=base.wall + sum(extra.values()),
         **{f: getattr(base, f) + extra[f] for f in _PARTS},
@@ -246,8 +272,14 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
     if found is None and mode != "vanilla":
         found = _source(task, "vanilla", algo)
         if found is not None and algo != "ppol":
-            ppol_attack = step_cost(env_id, mode, preset).attack
-            notes.append(f"{mode} as vanilla + PPOL's attack time")
+            # PPOL's attack time per step at its attacked share, brought to the learner's (the
+            # SA modes' regulariser attack: unscaled, their shares are 0)
+            ours = _attacked_share(task, preset, mode, algo)
+            ppol_share = _attacked_share(task, preset, mode, "ppol")
+            share = ours / ppol_share if ours is not None and ppol_share else 1.0
+            ppol_attack = step_cost(env_id, mode, preset).attack * share
+            at = f" x{share:.2f} ({algo}'s attacked share)" if round(share, 2) != 1.0 else ""
+            notes.append(f"{mode} as vanilla + PPOL's attack time{at}")
         elif found is not None:
             notes.append(f"{mode} as vanilla")
     if found is None and algo != "ppol":
@@ -258,7 +290,8 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
     key, source_notes = found
     source = key.split("/", 1)[0]
     if source != task and ppol_attack is None:
-        nearest, nearest_notes = _source(task, mode, algo, by_share=True) or found
+        share = _attacked_share(task, preset, mode, algo)
+        nearest, nearest_notes = _source(task, mode, algo, share) or found
         combined = _own_vanilla_plus_extra(task, nearest, mode, algo, preset)
         if combined is not None:
             return _paper(combined, preset, [combined.basis, *nearest_notes, *notes])
@@ -268,9 +301,9 @@ def step_cost(env_id: str, mode: str, preset: str = "fast", algo: str = "ppol") 
     if ppol_attack is not None:
         c = replace(c, wall=c.wall + ppol_attack, attack=c.attack + ppol_attack)
     else:
-        scale = _attack_scale(task, source, mode, preset)
+        scale = _attack_scale(task, key, mode, preset, algo)
         c = replace(c, wall=c.wall + c.attack * (scale - 1), attack=c.attack * scale)
-        if scale != 1.0:
+        if round(scale, 2) != 1.0:  # (measured shares have 4 decimals)
             notes.append(f"attack x{scale:.2f} (attacked share of env steps)")
     if source == task:
         basis = "measured"

@@ -29,8 +29,8 @@ def test_measured_scaled_and_paper_rates(monkeypatch):
     # a task without runs: the reference's rates, each part scaled by the task's ratio
     # (rates in microseconds: wall, env, attack, policy, update)
     measured = {
-        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1, 20, 2),
+        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1, 20, 2, 0.5),
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "Ref-v0")
@@ -51,33 +51,43 @@ def test_a_task_measured_in_vanilla_adds_the_modes_extra_time_from_the_nearest_t
     monkeypatch,
 ):
     """AntRun (fast: every env attacked after epoch 50 of 250, 0.8 of its steps) measured only
-    in vanilla: its own vanilla rates plus ADV-MC's extra per step on DroneRun (0.92), not on
-    the reference task CarCircle (0.25); AntCircle (0.41): DroneCircle (0.40, a Circle task)
-    before CarRun (0.40, a Run task)."""
+    in vanilla: its own vanilla rates plus ADV-MC's extra per step on the task whose measured
+    runs attacked the nearest share, DroneRun (0.78 here), not the reference task CarCircle
+    (its runs' 0.8667); AntCircle (0.41): DroneCircle (0.40, a Circle task) before CarRun
+    (0.40, a Run task). The last field: the share of env steps the measured runs attacked."""
     measured = {
-        "SafetyCarCircle-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "SafetyCarCircle-v0/adv-mc": (130.0, 60.0, 20.0, 10.0, 40.0, 1, 20, 2),
-        "SafetyCarCircle-v0/sa-mc": (145.0, 60.0, 5.0, 10.0, 40.0, 1, 20, 2),
-        "SafetyCarRun-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "SafetyCarRun-v0/adv-mc": (110.0, 60.0, 10.0, 10.0, 30.0, 1, 20, 2),
-        "SafetyDroneRun-v0/vanilla": (80.0, 40.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "SafetyDroneRun-v0/adv-mc": (200.0, 40.0, 100.0, 12.0, 40.0, 1, 20, 2),
-        "SafetyDroneCircle-v0/vanilla": (80.0, 40.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "SafetyDroneCircle-v0/adv-mc": (150.0, 40.0, 60.0, 10.0, 30.0, 1, 20, 2),
-        "SafetyAntRun-v0/vanilla": (300.0, 200.0, 0.0, 20.0, 70.0, 1, 20, 2),
-        "SafetyAntCircle-v0/vanilla": (400.0, 250.0, 0.0, 20.0, 100.0, 1, 20, 2),
+        "SafetyCarCircle-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "SafetyCarCircle-v0/adv-mc": (130.0, 60.0, 20.0, 10.0, 40.0, 1, 20, 2, 0.8667),
+        "SafetyCarCircle-v0/sa-mc": (145.0, 60.0, 5.0, 10.0, 40.0, 1, 20, 2, 0.0),
+        "SafetyCarRun-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "SafetyCarRun-v0/adv-mc": (110.0, 60.0, 10.0, 10.0, 30.0, 1, 20, 2, 0.4),
+        "SafetyDroneRun-v0/vanilla": (80.0, 40.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "SafetyDroneRun-v0/adv-mc": (200.0, 40.0, 100.0, 12.0, 40.0, 1, 20, 2, 0.78),
+        "SafetyDroneCircle-v0/vanilla": (80.0, 40.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "SafetyDroneCircle-v0/adv-mc": (150.0, 40.0, 60.0, 10.0, 30.0, 1, 20, 2, 0.4),
+        "SafetyAntRun-v0/vanilla": (300.0, 200.0, 0.0, 20.0, 70.0, 1, 20, 2, 0.0),
+        "SafetyAntCircle-v0/vanilla": (400.0, 250.0, 0.0, 20.0, 100.0, 1, 20, 2, 0.0),
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "SafetyCarCircle-v0")
     monkeypatch.setattr(rates, "TRAIN_OVER_REFERENCE", {})  # no load to divide out
     ant = step_cost("SafetyAntRun-v0", "adv-mc")
-    # DroneRun's extra: attack +100 x 0.8 / 0.92 (the attacked shares), policy +2, update +10
-    # (env unchanged); the wall time grows by the parts' sum
-    attack = 100 * 0.8 / 0.92
+    # DroneRun's extra: attack +100 x 0.8 / 0.78 (the attacked shares: the planned run's over
+    # DroneRun's runs'), policy +2, update +10 (env unchanged); the wall time grows by the sum
+    attack = 100 * 0.8 / 0.78
     assert (ant.wall, ant.env, ant.attack, ant.policy, ant.update) == pytest.approx(
         (1e-6 * (300 + attack + 12), 200e-6, 1e-6 * attack, 22e-6, 80e-6)
     )
-    assert "SafetyDroneRun-v0/adv-mc over SafetyDroneRun-v0/vanilla, attack x0.87" in ant.basis
+    assert "SafetyDroneRun-v0/adv-mc over SafetyDroneRun-v0/vanilla, attack x1.03" in ant.basis
+    # the nearest by the runs' own shares, not by today's presets (fast CarRun ADV-PPOL 0.4,
+    # DroneRun 0.92): runs that attacked CarRun 0.8 and DroneRun 0.4 make it CarRun
+    swapped = dict(measured)
+    for key, share in (("SafetyCarRun-v0/adv-mc", 0.8), ("SafetyDroneRun-v0/adv-mc", 0.4)):
+        swapped[key] = (*measured[key][:8], share)
+    monkeypatch.setattr(rates, "MEASURED", swapped)
+    basis = step_cost("SafetyAntRun-v0", "adv-mc").basis
+    assert "SafetyCarRun-v0/adv-mc over SafetyCarRun-v0/vanilla" in basis
+    monkeypatch.setattr(rates, "MEASURED", measured)
     assert step_cost("SafetyAntRun-v0", "vanilla").wall == pytest.approx(300e-6)
     # 60 x 0.40667 / 0.4; an ADV mixture is priced as ADV-MC, and says so
     circle = step_cost("SafetyAntCircle-v0", "adv-mix:0.5")
@@ -92,19 +102,64 @@ def test_a_task_measured_in_vanilla_adds_the_modes_extra_time_from_the_nearest_t
     paper = step_cost("SafetyAntRun-v0", "adv-mc", "paper")
     extra_update = 80e-6 * (rates.PAPER_UPDATE_FACTOR - 1)
     assert paper.wall == pytest.approx(ant.wall + ant.attack * (0.792 / 0.8 - 1) + extra_update)
-    # CarCircle measured under fast (0.25 of its steps attacked); paper attacks 0.48 (epochs 53-100)
+    # CarCircle's runs attacked 0.8667 of their steps; paper attacks 0.48 (every env, epochs
+    # 53-100), fast ADV-PPOL 0.5 x (1 - 50 / 150)
     car = step_cost("SafetyCarCircle-v0", "adv-mc", "paper")
-    assert car.attack == pytest.approx(38.4e-6) and "attack x1.92" in car.basis
+    assert car.attack == pytest.approx(20e-6 * 0.48 / 0.8667) and "attack x0.55" in car.basis
+    car = step_cost("SafetyCarCircle-v0", "adv-mc", "fast")
+    assert car.attack == pytest.approx(20e-6 * (1 / 3) / 0.8667) and "attack x0.38" in car.basis
+
+
+def test_the_attack_part_is_scaled_by_the_planned_runs_share_over_the_source_runs(monkeypatch):
+    """The planned run's attacked share comes from the preset for its own mode and learner (fast
+    CarCircle: ADV-PPOL and FOCOPS start at epoch 50 of 150, PPOL's other modes at 75; half the
+    envs); the source's from its runs (MEASURED's last field), not from today's preset."""
+    from robustsafe.experiments.compute import _attack_scale, _attacked_share
+
+    measured = {
+        "SafetyCarCircle-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "SafetyCarCircle-v0/adv-mc": (130.0, 60.0, 30.0, 10.0, 30.0, 1, 20, 2, 0.25),
+        "SafetyCarCircle-v0/random": (110.0, 60.0, 10.0, 10.0, 30.0, 1, 20, 2, 0.5),
+        "SafetyCarCircle-v0/focops-vanilla": (200.0, 60.0, 0.0, 10.0, 130.0, 1, 20, 2, 0.0),
+    }
+    monkeypatch.setattr(rates, "MEASURED", measured)
+    monkeypatch.setattr(rates, "REFERENCE", "SafetyCarCircle-v0")
+    monkeypatch.setattr(rates, "TRAIN_OVER_REFERENCE", {})
+    car, adv = "SafetyCarCircle-v0", "SafetyCarCircle-v0/adv-mc"
+    # 0.5 x (1 - 50 / 150) = 1/3 over the source runs' 0.25
+    assert _attack_scale(car, adv, "adv-mc", "fast", "ppol") == pytest.approx((1 / 3) / 0.25)
+    random = "SafetyCarCircle-v0/random"  # runs that attacked 0.5 of their steps
+    assert _attack_scale(car, random, "adv-mc", "fast", "ppol") == pytest.approx((1 / 3) / 0.5)
+    assert _attack_scale(car, adv, "vanilla", "fast", "ppol") == 1.0
+    assert _attack_scale(car, adv, "sa-mc", "fast", "ppol") == 1.0
+    # FOCOPS: its own preset's share, start 50 in every mode (PPOL-random: 75, 0.25)
+    assert _attack_scale(car, adv, "adv-mc", "fast", "focops") == pytest.approx((1 / 3) / 0.25)
+    assert _attack_scale(car, adv, "random", "fast", "focops") == pytest.approx((1 / 3) / 0.25)
+    assert _attack_scale(car, adv, "random", "fast", "ppol") == pytest.approx(1.0)
+    # FOCOPS on CarRun attacks every env (PPOL half of them): 1.0 x (1 - 30 / 150)
+    assert _attacked_share("SafetyCarRun-v0", "fast", "adv-mc", "focops") == pytest.approx(0.8)
+    assert _attacked_share("SafetyCarRun-v0", "fast", "adv-mc", "ppol") == pytest.approx(0.4)
+    assert _attacked_share(car, "fast", "adv-mc", "sac-lag:0.1") == pytest.approx(0.25)
+    assert _attacked_share("Other-v0", "fast", "adv-mc", "ppol") is None
+    assert _attacked_share(car, "fast", "sa-mc", "focops") == 0.0  # clean rollouts
+    # through step_cost: 30 x (1/3) / 0.25 = 40; the wall time grows by the same 10
+    c = step_cost(car, "adv-mc")
+    assert (c.wall, c.attack) == pytest.approx((140e-6, 40e-6)) and "attack x1.33" in c.basis
+    # a learner measured only in vanilla: PPOL's attack time (random: 10 x 0.25 / 0.5) times
+    # the learner's share over PPOL's ((1/3) / 0.25)
+    focops = step_cost(car, "random", algo="focops")
+    assert focops.attack == pytest.approx(5e-6 * (1 / 3) / 0.25)
+    assert "random as vanilla + PPOL's attack time x1.33 (focops's attacked share)" in focops.basis
 
 
 def test_a_task_with_one_run_group_has_its_load_measured_against_the_reference(monkeypatch):
     """Ant-v0's env stepping per step in the side-by-side trainings is twice the reference's:
     its only run group, at four times the reference's least loaded time, ran at load x2."""
     measured = {
-        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "Ref-v0/sa-mc": (200.0, 90.0, 0.0, 10.0, 90.0, 1, 20, 2),  # x1.5 against Ref's own
-        "Ant-v0/vanilla": (400.0, 240.0, 0.0, 20.0, 120.0, 1, 20, 2),
-        "Ant-v0/sac-lag-vanilla": (900.0, 240.0, 0.0, 20.0, 600.0, 1, 5, 2),  # no Ref peer
+        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "Ref-v0/sa-mc": (200.0, 90.0, 0.0, 10.0, 90.0, 1, 20, 2, 0.0),  # x1.5 against Ref's own
+        "Ant-v0/vanilla": (400.0, 240.0, 0.0, 20.0, 120.0, 1, 20, 2, 0.0),
+        "Ant-v0/sac-lag-vanilla": (900.0, 240.0, 0.0, 20.0, 600.0, 1, 5, 2, 0.0),  # no Ref peer
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "Ref-v0")
@@ -119,11 +174,11 @@ def test_other_learners_are_priced_from_their_own_runs(monkeypatch):
     """Rates (wall, env, attack, policy, update) in microseconds; the trainings side by side
     give each task's (env, policy, update) time per step relative to the reference's."""
     measured = {
-        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1, 20, 2),
-        "Car-v0/vanilla": (70.0, 30.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "Car-v0/adv-mc": (120.0, 30.0, 50.0, 10.0, 30.0, 1, 20, 2),
-        "Car-v0/sac-lag-vanilla": (400.0, 30.0, 0.0, 20.0, 350.0, 1, 5, 2),
+        "Ref-v0/vanilla": (100.0, 60.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "Ref-v0/adv-mc": (150.0, 60.0, 50.0, 10.0, 30.0, 1, 20, 2, 0.5),
+        "Car-v0/vanilla": (70.0, 30.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "Car-v0/adv-mc": (120.0, 30.0, 50.0, 10.0, 30.0, 1, 20, 2, 0.5),
+        "Car-v0/sac-lag-vanilla": (400.0, 30.0, 0.0, 20.0, 350.0, 1, 5, 2, 0.0),
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "Ref-v0")
@@ -234,10 +289,10 @@ def test_the_load_the_measured_runs_ran_under_is_divided_out(monkeypatch):
     """Env stepping per step depends on the task, the layout and the kind of rollout, not on the
     mode: a run group that stepped the same envs twice as slowly ran on a loaded machine."""
     measured = {
-        "Car-v0/vanilla": (100.0, 50.0, 0.0, 10.0, 30.0, 1, 20, 2),
-        "Car-v0/focops-adv-mc": (400.0, 100.0, 120.0, 20.0, 100.0, 1, 20, 2),  # x2 loaded
-        "Car-v0/sac-lag-vanilla": (900.0, 150.0, 0.0, 40.0, 700.0, 1, 5, 2),  # own group
-        "Car-v0/cvpo-vanilla": (800.0, 70.0, 0.0, 30.0, 650.0, 1, 20, 2),  # off-policy
+        "Car-v0/vanilla": (100.0, 50.0, 0.0, 10.0, 30.0, 1, 20, 2, 0.0),
+        "Car-v0/focops-adv-mc": (400.0, 100.0, 120.0, 20.0, 100.0, 1, 20, 2, 0.5),  # x2 loaded
+        "Car-v0/sac-lag-vanilla": (900.0, 150.0, 0.0, 40.0, 700.0, 1, 5, 2, 0.0),  # own group
+        "Car-v0/cvpo-vanilla": (800.0, 70.0, 0.0, 30.0, 650.0, 1, 20, 2, 0.0),  # off-policy
     }
     monkeypatch.setattr(rates, "MEASURED", measured)
     monkeypatch.setattr(rates, "REFERENCE", "Car-v0")
@@ -289,6 +344,50 @@ def test_epochs_stopped_for_other_measurements_count_as_median_epochs():
     # no pause: the sums as they are
     wall, parts = script.without_stopped_epochs(rows[:3])
     assert wall == pytest.approx(32.0) and parts["time_env"] == pytest.approx(19)
+
+
+def test_the_rates_pool_the_attacked_share_of_each_runs_config(tmp_path):
+    """benchmarks/compute_rates.py: the share of env steps attacked, from each run's own
+    config.yaml (attacked envs x the epochs after the schedule's start; the constant schedule
+    attacks from the first epoch; a run older than attacked_fraction attacked every env; the
+    SA modes act on clean observations), pooled over the runs weighted by their env steps."""
+    script = _compute_rates_script()
+
+    def run(label, seed, epochs, steps_per_epoch, **robust):
+        d = tmp_path / "table" / "SafetyCarCircle-v0" / label / f"seed{seed}"
+        d.mkdir(parents=True)
+        lines = [f"epochs: {epochs}", "num_envs: 20", "workers: 2", "robust:"]
+        lines += [f"  {k}: {v}" for k, v in robust.items()]
+        (d / "config.yaml").write_text("\n".join(lines) + "\n")
+        head = "env_steps,steps_per_s,wall_time,time_env,time_attack,time_policy,time_update"
+        rows = [
+            f"{n * steps_per_epoch},{steps_per_epoch},{n},0.5,0.1,0.1,0.2"
+            for n in range(1, epochs + 1)
+        ]
+        (d / "metrics.csv").write_text("\n".join([head, *rows]) + "\n")
+
+    # half the envs after epoch 5 of 10, 1,000 steps: 0.25; every env (an old run: no
+    # attacked_fraction) after epoch 1 of 4, 3,000 steps: 0.75; pooled by steps, 0.625
+    run(
+        "adv-mc", 0, 10, 100, mode="adv-mc", schedule="exp", schedule_start=5, attacked_fraction=0.5
+    )
+    run("adv-mc", 1, 4, 750, mode="adv-mc", schedule="linear", schedule_start=1)
+    # the constant schedule: from the first epoch whatever its start, 0.5
+    constant = dict(schedule="constant", schedule_start=5, attacked_fraction=0.5)
+    run("random", 0, 10, 100, mode="random", **constant)
+    run("sa-mc", 0, 10, 100, mode="sa-mc", schedule="exp", schedule_start=0, attacked_fraction=1.0)
+    measured = script.measure([str(tmp_path / "table")])
+    attacked = rates.FIELDS.index("attacked")
+    assert len(rates.FIELDS) == 9 and all(len(v) == 9 for v in measured.values())
+    assert measured["SafetyCarCircle-v0/adv-mc"][attacked] == pytest.approx(0.625)
+    assert measured["SafetyCarCircle-v0/adv-mc"][rates.FIELDS.index("runs")] == 2
+    assert measured["SafetyCarCircle-v0/random"][attacked] == pytest.approx(0.5)
+    assert measured["SafetyCarCircle-v0/sa-mc"][attacked] == 0.0
+    # every committed entry: a share in [0, 1], 0 where the mode does not attack its rollouts
+    for key, values in rates.MEASURED.items():
+        label = key.split("/", 1)[1]
+        attacks = label.endswith("random") or "adv-" in label
+        assert 0.0 < values[attacked] <= 1.0 if attacks else values[attacked] == 0.0, key
 
 
 def test_runs_of_another_processor_are_left_out_of_the_rates(tmp_path):
