@@ -309,8 +309,8 @@ def add_grid(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         help="runs (trainings, evaluations) at a time, local backend only (default: enough to "
-        "keep the cores busy, ceil(cores / 1.44), at most one per 3 GiB of free memory: 2 on "
-        "2 cores; a run alone keeps about 1.44 busy)",
+        "keep the cores busy, ceil(cores / 1.46), at most one per 3 GiB of free memory: 2 on "
+        "2 cores; a run alone keeps about 1.46 busy)",
     )
     # None: not given (so that --no-eval can refuse them); the defaults are _EVAL_DEFAULTS'
     g.add_argument(

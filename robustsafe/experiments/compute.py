@@ -56,7 +56,6 @@ machine, which ``--machine-factor`` gives without measuring again.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace

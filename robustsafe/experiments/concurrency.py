@@ -3,10 +3,11 @@
 A run does not keep its cores busy all the time: its env workers wait while the main process
 computes actions, attacks and updates, and the update runs on one thread. Measured on a
 2-core machine (``benchmarks/grid_concurrency.py``, results in
-``benchmarks/results/speed/grid_concurrency_*.md``): two runs at a time trained and evaluated
-1.30x (CarRun PPOL-vanilla) and 1.49x (CarCircle ADV-PPOL(MC)) as many runs per hour as one at
-a time, with the same numbers. With the machine full in both cases, a run alone kept about
-2 / 1.30 = 1.54 and 2 / 1.49 = 1.34 cores busy on average: ``BUSY_CORES_PER_RUN`` is their mean.
+``benchmarks/results/speed/grid_concurrency_*.md``; each grid twice, the two passes in either
+order): two runs at a time trained and evaluated 1.30x and 1.19x (CarRun PPOL-vanilla) and
+1.49x and 1.58x (CarCircle ADV-PPOL(MC)) as many runs per hour as one at a time, with the same
+numbers. With both cores busy at two at a time, a run alone kept 2 / speed-up cores busy on
+average (1.54, 1.68, 1.34, 1.27): ``BUSY_CORES_PER_RUN`` is their mean.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-BUSY_CORES_PER_RUN = 1.44
+BUSY_CORES_PER_RUN = 1.46
 # A fast-preset training's memory: its main process (~0.4 GiB) and two env workers (~0.9 GiB
 # each), measured on CarCircle ADV-PPOL; 3 GiB leaves room for an evaluation's buffers.
 RUN_MEMORY_BYTES = 3 * 2**30

@@ -412,7 +412,7 @@ def test_runs_of_another_processor_are_left_out_of_the_rates(tmp_path):
 
 
 def test_the_wall_time_here_shares_the_cores_between_the_runs_at_a_time():
-    """A run alone keeps 1.44 cores busy: runs at a time beyond what the cores hold slow each
+    """A run alone keeps 1.46 cores busy: runs at a time beyond what the cores hold slow each
     other down, and no grid is shorter than its longest run."""
     from types import SimpleNamespace
 
@@ -422,9 +422,9 @@ def test_the_wall_time_here_shares_the_cores_between_the_runs_at_a_time():
         spec = SimpleNamespace(workers=workers, cpus_per_run=2)
         return _local_wall_time(spec, [100.0, 100.0, 100.0, 300.0], cores=cores)
 
-    # 4 at once on 2 cores: each at 2 / (4 x 1.44) = 0.3472 until the three 100 s runs end
-    # (288 s), then the 300 s run alone at full speed for its last 200 s.
-    assert wall(4, 2) == f"{_duration(488.0)} here with 4 at a time on 2 cores"
+    # 4 at once on 2 cores: each at 2 / (4 x 1.46) = 0.3425 until the three 100 s runs end
+    # (292 s), then the 300 s run alone at full speed for its last 200 s.
+    assert wall(4, 2) == f"{_duration(492.0)} here with 4 at a time on 2 cores"
     assert wall(4, 8) == f"{_duration(300.0)} here with 4 at a time on 8 cores"
     assert wall(1, 2) == f"{_duration(600.0)} here with 1 at a time on 2 cores"
     assert wall(1000, 4000) == f"{_duration(300.0)} here with 4 at a time on 4000 cores"
@@ -433,12 +433,12 @@ def test_the_wall_time_here_shares_the_cores_between_the_runs_at_a_time():
 def test_shared_wall_time_by_hand():
     from robustsafe.experiments.concurrency import shared_wall_time
 
-    # two 144 s runs on 2 cores together: each at 2 / 2.88 of its speed, 207.36 s
-    assert shared_wall_time([144.0, 144.0], 2, 2) == pytest.approx(207.36)
-    # in order, 2 at a time: [100, 100] together (144 s), then [100, 300] (144 s), then 200 s
-    assert shared_wall_time([100.0, 100.0, 100.0, 300.0], 2, 2) == pytest.approx(488.0)
-    # the seconds are a run alone on 2 cores; on one core it gets 1 of the 1.44 it used
-    assert shared_wall_time([10.0, 20.0], 1, 1) == pytest.approx(30.0 * 1.44)
+    # two 146 s runs on 2 cores together: each at 2 / 2.92 of its speed, 213.16 s
+    assert shared_wall_time([146.0, 146.0], 2, 2) == pytest.approx(213.16)
+    # in order, 2 at a time: [100, 100] together (146 s), then [100, 300] (146 s), then 200 s
+    assert shared_wall_time([100.0, 100.0, 100.0, 300.0], 2, 2) == pytest.approx(492.0)
+    # the seconds are a run alone on 2 cores; on one core it gets 1 of the 1.46 it used
+    assert shared_wall_time([10.0, 20.0], 1, 1) == pytest.approx(30.0 * 1.46)
     assert shared_wall_time([], 2, 2) == 0.0
 
 
@@ -448,7 +448,7 @@ def test_default_runs_at_a_time_fill_the_cores_within_the_memory(tmp_path):
     gib = 2**30
     assert default_parallel_runs(cores=2, memory=24 * gib) == 2  # measured: 2 beat 1
     assert default_parallel_runs(cores=1, memory=24 * gib) == 1
-    assert default_parallel_runs(cores=16, memory=100 * gib) == 12  # ceil(16 / 1.44)
+    assert default_parallel_runs(cores=16, memory=100 * gib) == 11  # ceil(16 / 1.46)
     assert default_parallel_runs(cores=16, memory=10 * gib) == 3  # 3 GiB per run
     assert default_parallel_runs(cores=16, memory=gib) == 1
     meminfo = tmp_path / "meminfo"

@@ -137,8 +137,8 @@ class GridSpec:
         How many training / evaluation processes run at a time (local backend). Default 1
         here; ``robustsafe grid`` passes ``concurrency.default_parallel_runs()`` (2 on a 2-core
         machine): a run's env workers wait while its main process acts, attacks and updates,
-        so a run alone keeps about 1.44 cores busy, and two at a time on 2 cores trained
-        1.30-1.49x as many runs per hour, with the same numbers. The Ray backend ignores it:
+        so a run alone keeps about 1.46 cores busy, and two at a time on 2 cores trained
+        1.19-1.58x as many runs per hour, with the same numbers. The Ray backend ignores it:
         its concurrency follows the cluster (``cpus_per_run``).
     attacks, episodes, eval_seed
         ``robustsafe evaluate --attacks --episodes --seed``; the epsilon is always the run's
