@@ -22,25 +22,18 @@ import sys
 import time
 from pathlib import Path
 
-from robustsafe.provenance import cpu_kind
-from robustsafe.rundir import train_metrics
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from same_training import metric_rows  # noqa: E402
 
-TIMING = ("wall_time", "steps_per_s")
+from robustsafe.provenance import cpu_kind  # noqa: E402
 
 
-def curves(root: Path) -> dict[str, list[str]]:
-    """Every run under ``root``: each epoch's metrics but the timings, as text (so that an
-    epoch that finished no episode, NaN, compares equal to itself)."""
-    out = {}
-    for metrics in sorted(root.rglob("metrics.csv")):
-        rows = train_metrics(metrics.parent)
-        out[str(metrics.parent.relative_to(root))] = [
-            " ".join(
-                f"{k}={v!r}" for k, v in r.items() if k not in TIMING and not k.startswith("time_")
-            )
-            for r in rows
-        ]
-    return out
+def curves(root: Path) -> dict[str, list[dict]]:
+    """Every run under ``root``: each epoch's metrics but the timings (``same_training``)."""
+    return {
+        str(m.parent.relative_to(root)): metric_rows(m.parent)
+        for m in sorted(root.rglob("metrics.csv"))
+    }
 
 
 def evaluations(root: Path) -> dict[str, list]:
