@@ -335,15 +335,15 @@ def check_fresh(out: Path, force: bool) -> None:
     shown = ", ".join(sorted(names - {LOCK_NAME})[:5])
     doomed = tuple(n for n in RUN_FILES if n in names)
     if doomed:
-        force = (
+        remedy = (
             f"pass --force to delete the run files there ({run_files_text(doomed)}), keep the "
             "others, and start a new run"
         )
     else:
-        force = "pass --force to start a new run beside them (none is a run's file: all are kept)"
+        remedy = "pass --force to start a new run beside them (none is a run's file: all are kept)"
     raise FileExistsError(
         f"{out} is not empty ({shown}) and holds no resumable run; choose another --out, or "
-        + force
+        + remedy
     )
 
 
