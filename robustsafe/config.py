@@ -122,6 +122,10 @@ class FOCOPSConfig:
     minibatch_size: int | None = 64  # None: full batch
     actor_max_grad_norm: float | None = 40.0
     critic_max_grad_norm: float | None = None
+    # True (the FOCOPS code's): A_C is centred and scaled to unit std, like A. False: centred
+    # only. In epochs without any cost, A_C is V_c's fitting error alone, and scaling it to unit
+    # std turns that error into a term as large as A (weighted by nu in the loss).
+    normalize_cost_advantage: bool = True
     # Above 0: keep a Polyak average of the actor's weights, taken once per epoch after the
     # update (the first epoch's actor, then avg <- actor_average avg + (1 - actor_average)
     # actor), and save THAT in the agent file (the policy evaluated and attacked; the envs are

@@ -133,17 +133,26 @@ def _learner(cfg: FOCOPSConfig) -> FOCOPS:
     return FOCOPS(actor, ValueCritic(3, (8,)), ValueCritic(3, (8,)), cfg)
 
 
-def test_update_follows_the_loss_assembled_by_hand():
+@pytest.mark.parametrize("scale_cost", [True, False])
+def test_update_follows_the_loss_assembled_by_hand(scale_cost):
     """Five full-batch actor steps equal Adam steps on KL(pi_theta || pi_k) - r (A - nu A_C) /
     lambda with the indicator, written out here with torch's own Gaussian KL: this fails if the
     KL loses its gradient, points the other way, the temperature or nu enter differently, or
-    nu is stepped after the actor rather than before (Algorithm 1).
+    nu is stepped after the actor rather than before (Algorithm 1). A is centred and scaled;
+    A_C too, or only centred with ``normalize_cost_advantage`` False.
     Large steps (lr 0.05): the two KL directions agree to second order near pi_k."""
     cfg = FOCOPSConfig(
-        passes=5, minibatch_size=None, kl_bound=10.0, temperature=1.5, nu_init=0.4, actor_lr=0.05
+        passes=5,
+        minibatch_size=None,
+        kl_bound=10.0,
+        temperature=1.5,
+        nu_init=0.4,
+        actor_lr=0.05,
+        normalize_cost_advantage=scale_cost,
     )
     learner = _learner(cfg)
     ro = _rollout(learner.actor)
+    ro.cost[:] *= 4.0  # costs of 0 or 4: A_C's std far from 1
     twin = _learner(cfg)
     # this epoch's cost 25 steps nu before the actor: 0.4 + 0.01 * (25 - 5) = 0.6
     learner.update(ro, mean_episode_cost=25.0, generator=torch.Generator().manual_seed(0))
@@ -154,7 +163,10 @@ def test_update_follows_the_loss_assembled_by_hand():
 
     data = rollout_advantages(ro, twin.v_reward, twin.v_cost, cfg.gamma, cfg.gae_lambda)
     adv_r = (data["adv_r"] - data["adv_r"].mean()) / (data["adv_r"].std() + 1e-8)
-    adv_c = (data["adv_c"] - data["adv_c"].mean()) / (data["adv_c"].std() + 1e-8)
+    adv_c = data["adv_c"] - data["adv_c"].mean()
+    if scale_cost:
+        adv_c = adv_c / (data["adv_c"].std() + 1e-8)
+    assert abs(float(data["adv_c"].std()) - 1.0) > 0.5  # the two cases differ here
     with torch.no_grad():
         old = Normal(twin.actor.mean_action(data["obs"]), twin.actor.log_std.exp())
     optim = torch.optim.Adam(twin.actor.parameters(), lr=cfg.actor_lr)

@@ -123,9 +123,11 @@ class FOCOPS(OnPolicyNetworks):
         if mean_episode_cost is not None:  # no finished episode: keep nu
             self.nu = nu_step(self.nu, mean_episode_cost, cfg)
         data = rollout_advantages(ro, self.v_reward, self.v_cost, cfg.gamma, cfg.gae_lambda)
-        for key in ("adv_r", "adv_c"):
-            a = data[key]
-            data[key] = (a - a.mean()) / (a.std() + 1e-8)
+        a_r, a_c = data["adv_r"], data["adv_c"]
+        data["adv_r"] = (a_r - a_r.mean()) / (a_r.std() + 1e-8)
+        data["adv_c"] = a_c - a_c.mean()
+        if cfg.normalize_cost_advantage:
+            data["adv_c"] = data["adv_c"] / (a_c.std() + 1e-8)
         obs, n = data["obs"], data["obs"].shape[0]
         with torch.no_grad():  # pi_k, the policy that collected the rollout
             old_mean = self.actor.mean_action(obs)
