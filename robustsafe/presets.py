@@ -140,8 +140,15 @@ _FAST_FOCOPS: dict[str, Any] = dict(focops=dict(minibatch_size=256))
 # of the six ADV agents were saved on a swing (FOCOPS(MR) seed 0 unsafe without attack, 23.62;
 # seed 1 MC 52.48). The same six trainings' averaged actors (benchmarks/average_snapshots.py,
 # bit for bit what the option saves): robust on 6 of 6 (worst attacked cost 0.82), against 4.
+# CarRun again: A_C centred, not scaled to unit std (focops.normalize_cost_advantage False). In
+# the epochs after the first cost spike nothing costs, A_C is V_c's fitting error, and scaled it
+# held the actor still while nu came down. Measured (benchmarks/results/focops_probe/carrun-nulr),
+# FOCOPS-vanilla seeds 0-4, env steps to the speed criterion: 44k-56k against 72k-136k (geometric
+# mean of the ratios 0.52). CarCircle keeps the scaling: its seed-0 probe trained no better.
 _FAST_FOCOPS_TASKS: dict[str, dict[str, Any]] = {
-    "SafetyCarRun-v0": dict(robust=dict(attacked_fraction=1.0)),
+    "SafetyCarRun-v0": dict(
+        robust=dict(attacked_fraction=1.0), focops=dict(normalize_cost_advantage=False)
+    ),
     "SafetyCarCircle-v0": dict(
         robust=dict(schedule_start=50, schedule_length=50), focops=dict(actor_average=0.9)
     ),

@@ -457,6 +457,18 @@ def test_fast_focops_saves_the_weight_average_on_carcircle_only():
     assert average("SafetyCarCircle-v0", level="paper") == 0.0
 
 
+def test_fast_focops_centres_the_cost_advantage_without_scaling_it_on_carrun_only():
+    # Measured (benchmarks/results/focops_probe/carrun-nulr): FOCOPS-vanilla reached the speed
+    # criterion in 44k-56k env steps against 72k-136k on seeds 0-4. Every mode of FOCOPS on
+    # CarRun under fast; CarCircle, the paper preset and PPOL keep their own.
+    def scaled(env, mode="vanilla", level="fast"):
+        return preset(env, level, mode=mode, algo="focops").focops.normalize_cost_advantage
+
+    assert not scaled("SafetyCarRun-v0") and not scaled("SafetyCarRun-v0", mode="adv-mr")
+    assert scaled("SafetyCarCircle-v0") and scaled("SafetyCarRun-v0", level="paper")
+    assert preset("SafetyCarRun-v0", "fast", algo="ppol").focops.normalize_cost_advantage
+
+
 def test_fast_adv_ppol_on_carcircle_takes_focops_schedule_and_the_weight_average():
     # Adopted by a rule fixed first (benchmarks/results/recipe/carcircle-adv-schedule-average):
     # the two together robust on 8 of 10 ADV-PPOL runs. Only PPOL's adv-* modes on CarCircle
