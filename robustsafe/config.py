@@ -126,6 +126,9 @@ class FOCOPSConfig:
     # only. In epochs without any cost, A_C is V_c's fitting error alone, and scaling it to unit
     # std turns that error into a term as large as A (weighted by nu in the loss).
     normalize_cost_advantage: bool = True
+    # True: in an epoch whose rollout has no cost at all, A_C is 0 (its true value; what V_c's
+    # fitting error would otherwise put there, scaled to unit std or not, is dropped).
+    zero_cost_advantage_without_cost: bool = False
     # Above 0: keep a Polyak average of the actor's weights, taken once per epoch after the
     # update (the first epoch's actor, then avg <- actor_average avg + (1 - actor_average)
     # actor), and save THAT in the agent file (the policy evaluated and attacked; the envs are

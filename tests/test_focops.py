@@ -183,6 +183,34 @@ def test_update_follows_the_loss_assembled_by_hand(scale_cost):
         torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-6)
 
 
+def test_a_rollout_without_cost_has_a_zero_cost_advantage_when_asked():
+    """``zero_cost_advantage_without_cost``: with no cost in the rollout A_C is 0, so nu no
+    longer changes the update (without it, V_c's error scaled to unit std does); a rollout
+    with a cost is updated as without the option."""
+
+    def trained(ro, nu, zero, scale=True):
+        cfg = FOCOPSConfig(
+            passes=3,
+            minibatch_size=None,
+            kl_bound=10.0,
+            nu_init=nu,
+            normalize_cost_advantage=scale,
+            zero_cost_advantage_without_cost=zero,
+        )
+        learner = _learner(cfg)
+        learner.update(ro, None, torch.Generator().manual_seed(0))  # None: nu kept
+        return torch.cat([p.detach().flatten() for p in learner.actor.parameters()])
+
+    ro = _rollout(_learner(FOCOPSConfig()).actor)
+    costly = copy.deepcopy(ro)
+    ro.cost[:] = 0.0
+    for scale in (True, False):
+        assert torch.equal(trained(ro, 1.5, True, scale), trained(ro, 0.0, True, scale))
+        assert not torch.equal(trained(ro, 1.5, False, scale), trained(ro, 0.0, False, scale))
+    assert torch.equal(trained(costly, 1.5, True), trained(costly, 1.5, False))
+    assert not torch.equal(trained(costly, 1.5, True), trained(costly, 0.0, True))
+
+
 def test_update_steps_nu_and_stops_early_on_the_mean_kl():
     cfg = FOCOPSConfig(passes=5, minibatch_size=4, kl_bound=1e-9, actor_lr=1e-2, nu_init=1.0)
     learner = _learner(cfg)

@@ -46,6 +46,7 @@ the indicator, so the SA modes work for FOCOPS as for PPO-Lagrangian.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from robustsafe.buffers import Rollout
@@ -128,6 +129,8 @@ class FOCOPS(OnPolicyNetworks):
         data["adv_c"] = a_c - a_c.mean()
         if cfg.normalize_cost_advantage:
             data["adv_c"] = data["adv_c"] / (a_c.std() + 1e-8)
+        if cfg.zero_cost_advantage_without_cost and not np.any(ro.cost):
+            data["adv_c"] = torch.zeros_like(a_c)
         obs, n = data["obs"], data["obs"].shape[0]
         with torch.no_grad():  # pi_k, the policy that collected the rollout
             old_mean = self.actor.mean_action(obs)
