@@ -145,6 +145,8 @@ _FAST_FOCOPS: dict[str, Any] = dict(focops=dict(minibatch_size=256))
 # held the actor still while nu came down. Measured (benchmarks/results/focops_probe/carrun-nulr),
 # FOCOPS-vanilla seeds 0-4, env steps to the speed criterion: 44k-56k against 72k-136k (geometric
 # mean of the ratios 0.52). CarCircle keeps the scaling: its seed-0 probe trained no better.
+# Its price: raw-scale A_C weighs less at a given nu, nu sits at its cap and the stochastic
+# policy trains above the limit (7.9-10.5 over the last 10 epochs; the agents stay at cost 0).
 _FAST_FOCOPS_TASKS: dict[str, dict[str, Any]] = {
     "SafetyCarRun-v0": dict(
         robust=dict(attacked_fraction=1.0), focops=dict(normalize_cost_advantage=False)
