@@ -2,8 +2,10 @@
 2020), an ``OnPolicyLearner`` (``robustsafe.learners.base``).
 
 One epoch, with pi_k the policy that collected the rollout, A and A_C its GAE advantages for
-reward and cost (both normalised), J_c the mean undiscounted cost of the episodes that finished
-this epoch and b the cost limit per episode (the same J_c and b as PPO-Lagrangian's PID):
+reward and cost (both normalised by default; ``normalize_cost_advantage`` False centres A_C
+only, ``zero_cost_advantage_without_cost`` sets it to 0 in a rollout without cost), J_c the
+mean undiscounted cost of the episodes that finished this epoch and b the cost limit per
+episode (the same J_c and b as PPO-Lagrangian's PID):
 
 1. The cost multiplier, by projected gradient descent on the dual (Algorithm 1):
 
