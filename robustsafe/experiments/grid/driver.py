@@ -324,6 +324,8 @@ class _Jobs:
         )
         for line in tail.splitlines():
             self.log(f"[grid]   {line}")
+        for note in s.notes:
+            self.log(f"[grid]   ({note})")
 
     def stop_running(self) -> None:
         """Stop the jobs still running and record them as stopped with the grid."""
@@ -444,13 +446,18 @@ def _seconds_to_last_save(run_dir: Path, started: str) -> float | None:
 
 
 def _epochs_done(run_dir: Path) -> int:
+    return _read_epochs(run_dir)[0]
+
+
+def _read_epochs(run_dir: Path) -> tuple[int, str | None]:
+    """(epochs saved, None), or (0, why) when this process cannot read the run's state."""
     from robustsafe.rundir import run_status
 
     try:
         status = run_status(run_dir)
-    except Exception:
-        return 0
-    return status[0] if status is not None else 0
+    except Exception as err:
+        return 0, f"{type(err).__name__}: {err}"
+    return (status[0] if status is not None else 0), None
 
 
 def _finish_extra(state: _State, job: _Job, rc: int) -> bool:
@@ -464,9 +471,14 @@ def _finish_training(state: _State, rc: int, seconds: float) -> bool:
     """Record the end of a training; True if it ended with every planned epoch saved."""
     p = state.plan
     state.train_seconds = seconds
-    state.epochs_done = _epochs_done(p.run_dir)  # a crash may leave some epochs saved
+    state.epochs_done, unreadable = _read_epochs(p.run_dir)  # a crash may leave some saved
     complete = state.epochs_done >= p.epochs_planned
-    if rc == 0 and not complete:
+    if rc == 0 and unreadable:
+        state.notes.append(
+            f"training exited normally but this grid cannot read the run's state ({unreadable});"
+            " if the package changed while the grid ran, the same grid command run again reads it"
+        )
+    elif rc == 0 and not complete:
         state.notes.append(
             f"training exited normally but the run holds {state.epochs_done}"
             f"/{p.epochs_planned} epochs"
