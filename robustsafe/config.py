@@ -271,6 +271,10 @@ class CVPOConfig:
     dual_init: float = 0.1  # eta and lambda before the first E-step (then warm-started)
     dual_max: float = 1e5  # upper bound of eta and lambda
     dual_iters: int = 50  # at most this many Newton steps on the E-step dual per batch
+    # 0 (the CVPO code's): the E-step dual is solved on every batch. Above 0 (FSRL's, its
+    # estep_dual_lr 0.02 with estep_iter_num 1): one Adam step of this rate on (eta, lambda) per
+    # gradient step, so the duals follow the batches instead of jumping to each one's optimum.
+    dual_lr: float = 0.0
     kl_mean: float = 0.001  # epsilon_mu of the M-step's mean trust region
     kl_std: float = 0.001  # epsilon_Sigma of the M-step's covariance trust region
     alpha_mean_lr: float = 1.0
@@ -302,7 +306,7 @@ class CVPOConfig:
                 f"sample_actions must be <= {MAX_SAMPLE_ACTIONS}, got {self.sample_actions}"
             )
         _non_negative(self, "alpha_mean_lr", "alpha_std_lr", "alpha_mean_max", "alpha_std_max")
-        _non_negative(self, "update_after", "cost_limit")
+        _non_negative(self, "update_after", "cost_limit", "dual_lr")
         if self.dual_init > self.dual_max:
             raise ValueError(f"dual_init ({self.dual_init}) must be <= dual_max ({self.dual_max})")
         _positive_or_none(self, "actor_max_grad_norm")

@@ -5,6 +5,7 @@ and one whole update on hand-set networks."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -258,3 +259,47 @@ def test_the_estep_scores_with_the_targets_and_every_target_follows_polyak():
             torch.testing.assert_close(t, polyak * o + (1 - polyak) * p.detach())
         moved = zip(target.parameters(), old.parameters(), strict=True)
         assert not all(torch.equal(t, o) for t, o in moved)
+
+
+def test_dual_adam_step_against_hand_computed_values():
+    """Adam's first step moves each coordinate by lr against its gradient's sign (m_hat = g,
+    v_hat = g^2); the second, with the same gradient, again by lr; the box clips."""
+    from robustsafe.learners.cvpo import dual_adam_step
+
+    lo, hi = np.array([1e-6, 0.0]), np.array([20.0, 20.0])
+    moments = (np.zeros(2), np.zeros(2), 0)
+    x, moments = dual_adam_step(np.array([1.0, 0.5]), np.array([2.0, -3.0]), moments, 0.1, lo, hi)
+    np.testing.assert_allclose(x, [0.9, 0.6], rtol=1e-7)
+    assert moments[2] == 1
+    np.testing.assert_allclose(moments[0], [0.2, -0.3])
+    np.testing.assert_allclose(moments[1], [0.004, 0.009])
+    x, moments = dual_adam_step(x, np.array([2.0, -3.0]), moments, 0.1, lo, hi)
+    np.testing.assert_allclose(x, [0.8, 0.7], rtol=1e-7)
+    # a gradient of the other sign: m = 0.9 * 0.38 - 0.2 = 0.142, v = 0.999 * 0.007996 + 0.004
+    m, v = 0.9 * 0.38 + 0.1 * -2.0, 0.999 * (0.999 * 0.004 + 0.004) + 0.001 * 4.0
+    step = 0.1 * (m / (1 - 0.9**3)) / (np.sqrt(v / (1 - 0.999**3)) + 1e-8)
+    x3, _ = dual_adam_step(x, np.array([-2.0, 0.0]), moments, 0.1, lo, hi)
+    assert x3[0] == pytest.approx(x[0] - step, rel=1e-12)
+    fresh = (np.zeros(2), np.zeros(2), 0)
+    clipped, _ = dual_adam_step(np.array([1e-6, 0.0]), np.array([1.0, 1.0]), fresh, 0.1, lo, hi)
+    np.testing.assert_array_equal(clipped, lo)
+
+
+def test_with_a_dual_rate_lambda_takes_one_adam_step_per_update():
+    """``dual_lr``: the duals move by one Adam step per update (lr each at the first), towards
+    the constraint's side, instead of jumping to the batch's optimum as the solver does."""
+    solved = _learner(cost_limit=1.05)
+    solved.update(_batch(), torch.Generator().manual_seed(0))
+    stepped = _learner(cost_limit=1.05)
+    stepped.cfg = dataclasses.replace(stepped.cfg, dual_lr=0.05)
+    start = (stepped.eta, stepped.lam)
+    stepped.update(_batch(), torch.Generator().manual_seed(0))
+    assert stepped.lam == pytest.approx(start[1] + 0.05, rel=1e-6)  # E_pi_old[Q_c] > thres
+    assert abs(stepped.eta - start[0]) == pytest.approx(0.05, rel=1e-6)
+    assert solved.lam > start[1] + 0.1  # the solver's jump is larger than one step
+    assert stepped.state_dict()["dual_moments"][4] == 1
+    fresh = _learner(cost_limit=1.05)
+    fresh.cfg = stepped.cfg
+    fresh.load_state_dict(stepped.state_dict())
+    assert fresh.dual_moments[2] == 1
+    np.testing.assert_array_equal(fresh.dual_moments[0], stepped.dual_moments[0])

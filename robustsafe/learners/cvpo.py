@@ -17,7 +17,9 @@ with (eta, lambda) the minimiser over eta > 0, lambda >= 0 of the convex dual
 
 At the minimum dg/deta = 0 is KL(q || pi_old) = eps, and dg/dlambda = 0 is E_q[Q_c] = qc_thres
 (or lambda = 0 with E_q[Q_c] < qc_thres): the constraints hold with complementary slackness.
-qc_thres is the per-episode cost limit as a Q bound (``sac_lag.qc_threshold``).
+qc_thres is the per-episode cost limit as a Q bound (``sac_lag.qc_threshold``). The duals are
+solved on every batch (the CVPO code's); with ``dual_lr`` > 0 they take one Adam step on g per
+batch instead (FSRL's), so lambda moves smoothly rather than to each batch's own optimum.
 
 M-step (CVPO section 4.2, Eq. 9-10; MPO's decoupled trust regions, Abdolmaleki et al. 2018).
 Fit the parametric policy to q by weighted maximum likelihood, the mean and the covariance
@@ -183,6 +185,26 @@ def _descent_steps(hess: np.ndarray, grad: np.ndarray, held: np.ndarray) -> list
     return steps
 
 
+def dual_adam_step(
+    x: np.ndarray,
+    grad: np.ndarray,
+    moments: tuple[np.ndarray, np.ndarray, int],
+    lr: float,
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, int]]:
+    """One Adam step on the E-step duals x = (eta, lambda) down ``grad`` (torch.optim.Adam's
+    rule with its default betas 0.9 / 0.999 and eps 1e-8), then x clipped to [lo, hi].
+    ``moments`` = (m, v, t), t the number of steps taken before this one. Pure."""
+    m, v, t = moments
+    t += 1
+    m = 0.9 * m + 0.1 * grad
+    v = 0.999 * v + 0.001 * grad * grad
+    m_hat, v_hat = m / (1.0 - 0.9**t), v / (1.0 - 0.999**t)
+    x = np.clip(x - lr * m_hat / (np.sqrt(v_hat) + 1e-8), lo, hi)
+    return x, (m, v, t)
+
+
 def estep_weights(q_r: np.ndarray, q_c: np.ndarray, eta: float, lam: float) -> np.ndarray:
     """q(a_k|s) = softmax over k of (Q_r - lambda Q_c) / eta, shape ``(K, B)``."""
     z = (np.asarray(q_r, np.float64) - lam * np.asarray(q_c, np.float64)) / eta
@@ -269,6 +291,7 @@ class CVPO(OffPolicyNetworks):
         self.target_actor = frozen_copy(actor)  # pi_old
         self.qc_threshold = qc_threshold(cfg.cost_limit, cfg.gamma, episode_steps)
         self.eta = self.lam = float(cfg.dual_init)
+        self.dual_moments = (np.zeros(2), np.zeros(2), 0)  # Adam's, with cfg.dual_lr > 0
         self.alpha_mean = self.alpha_std = 0.0
 
     @property
@@ -332,10 +355,17 @@ class CVPO(OffPolicyNetworks):
 
         q_r, q_c = score(self.target.q_reward), score(self.target.q_cost)
         cfg = self.cfg
-        init = (self.eta, self.lam)  # warm start: the previous batch's solution
-        self.eta, self.lam = solve_estep(
-            q_r, q_c, cfg.estep_kl, self.qc_threshold, init, cfg.dual_max, cfg.dual_iters
-        )
+        if cfg.dual_lr > 0:  # one step from the previous duals (FSRL's)
+            x = np.array([self.eta, self.lam])
+            _, grad = estep_dual(x, q_r, q_c, cfg.estep_kl, self.qc_threshold)
+            lo, hi = np.array([ETA_MIN, 0.0]), np.full(2, cfg.dual_max)
+            x, self.dual_moments = dual_adam_step(x, grad, self.dual_moments, cfg.dual_lr, lo, hi)
+            self.eta, self.lam = float(x[0]), float(x[1])
+        else:  # solved, warm-started at the previous batch's solution
+            init = (self.eta, self.lam)
+            self.eta, self.lam = solve_estep(
+                q_r, q_c, cfg.estep_kl, self.qc_threshold, init, cfg.dual_max, cfg.dual_iters
+            )
         w = estep_weights(q_r, q_c, self.eta, self.lam)
         metrics = {
             "q_reward": float(q_r.mean()),
@@ -376,13 +406,18 @@ class CVPO(OffPolicyNetworks):
         }
 
     def state_dict(self) -> dict:
+        m, v, t = self.dual_moments
         return {
             **self.networks_state(),
             "target_actor": self.target_actor.state_dict(),
             "duals": [self.eta, self.lam, self.alpha_mean, self.alpha_std],
+            "dual_moments": [*m.tolist(), *v.tolist(), t],
         }
 
     def load_state_dict(self, d: dict) -> None:
         self.load_networks_state(d)
         self.target_actor.load_state_dict(d["target_actor"])
         self.eta, self.lam, self.alpha_mean, self.alpha_std = (float(x) for x in d["duals"])
+        if "dual_moments" in d:  # states saved before cfg.dual_lr existed have none (all 0)
+            moments = d["dual_moments"]
+            self.dual_moments = (np.array(moments[:2]), np.array(moments[2:4]), int(moments[4]))
