@@ -84,14 +84,21 @@ def test_cli_trains_cvpo_and_attacks_use_its_critics(tmp_path):
         assert attacked["episodes"] != natural, attacked["attack"]
 
 
-@pytest.mark.parametrize("mode", ["vanilla", "adv-mc"])
-def test_cvpo_resume_is_bit_identical(tmp_path, mode, monkeypatch):
+@pytest.mark.parametrize("mode, dual_lr", [("vanilla", 0.0), ("adv-mc", 0.0), ("vanilla", 0.05)])
+def test_cvpo_resume_is_bit_identical(tmp_path, mode, dual_lr, monkeypatch):
     acted_on = spy_acted_on(monkeypatch, OffPolicyNetworks, "add")
-    full, cut = full_and_resumed(cvpo_train, tmp_path, mode)
+
+    def train(out: Path, *extra: str) -> int:
+        return cvpo_train(out, "--set", f"cvpo.dual_lr={dual_lr}", *extra)
+
+    full, cut = full_and_resumed(train, tmp_path, mode)
     # a robust mode's policy acted on attacked observations, vanilla's on the true ones
     assert (max(acted_on) > 0) == (mode != "vanilla")
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["duals"] == b["duals"] and a["duals"][0] != 0.1  # eta moved from its start
+    # with dual_lr the duals took one Adam step per gradient step (11 chunks x 5 steps)
+    assert a["dual_moments"] == b["dual_moments"]
+    assert a["dual_moments"][4] == (55 if dual_lr else 0)
     for key in ("obs", "act", "reward", "steps"):
         assert (a["replay"][key] == b["replay"][key]).all()
     # The fast preset's 2-step transitions hold the true states, not the attacked ones: within
