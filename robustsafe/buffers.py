@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 
 @dataclass
@@ -229,6 +230,14 @@ class ReplayBuffer:
             "done": self.done[idx],
             "steps": self.steps[idx],
         }
+
+    def newest_obs(self, count: int, window: int, generator: torch.Generator) -> np.ndarray:
+        """``count`` observations drawn uniformly, with replacement, from the newest ``window``
+        transitions (all of them while fewer are stored)."""
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        back = torch.randint(0, min(window, self.size), (count,), generator=generator).numpy()
+        return self.obs[(self.pos - 1 - back) % self.capacity]
 
     def state_dict(self) -> dict:
         n = self.size

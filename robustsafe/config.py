@@ -275,6 +275,11 @@ class CVPOConfig:
     # estep_dual_lr 0.02 with estep_iter_num 1): one Adam step of this rate on (eta, lambda) per
     # gradient step, so the duals follow the batches instead of jumping to each one's optimum.
     dual_lr: float = 0.0
+    # 0 (the CVPO code's and FSRL's): the E-step and the M-step take the states of the update's
+    # replay batch. Above 0: they take batch_size states of their own, drawn from the newest
+    # this-many transitions, so that the E-step's cost bound E_q[Q_c] <= qc_thres is judged on
+    # the states the current policy visits rather than on the whole replay's.
+    estep_recent: int = 0
     kl_mean: float = 0.001  # epsilon_mu of the M-step's mean trust region
     kl_std: float = 0.001  # epsilon_Sigma of the M-step's covariance trust region
     alpha_mean_lr: float = 1.0
@@ -306,7 +311,7 @@ class CVPOConfig:
                 f"sample_actions must be <= {MAX_SAMPLE_ACTIONS}, got {self.sample_actions}"
             )
         _non_negative(self, "alpha_mean_lr", "alpha_std_lr", "alpha_mean_max", "alpha_std_max")
-        _non_negative(self, "update_after", "cost_limit", "dual_lr")
+        _non_negative(self, "update_after", "cost_limit", "dual_lr", "estep_recent")
         if self.dual_init > self.dual_max:
             raise ValueError(f"dual_init ({self.dual_init}) must be <= dual_max ({self.dual_max})")
         _positive_or_none(self, "actor_max_grad_norm")

@@ -303,3 +303,28 @@ def test_with_a_dual_rate_lambda_takes_one_adam_step_per_update():
     fresh.load_state_dict(stepped.state_dict())
     assert fresh.dual_moments[2] == 1
     np.testing.assert_array_equal(fresh.dual_moments[0], stepped.dual_moments[0])
+
+
+@pytest.mark.parametrize("recent, q_cost", [(0, 11.0), (2, 1.0)])
+def test_estep_recent_takes_the_policy_steps_states_from_the_newest_transitions(recent, q_cost):
+    """Q_c = 1 + a + s here. The update's batch holds old states s = 10; the replay's two newest
+    transitions hold s = 0. With ``estep_recent`` 0 the E-step scores the batch's states (mean
+    Q_c under pi_old about 11, far above the bound 1.05, so lambda runs to its cap); with 2 it
+    scores the newest states only (about 1: the bound binds and holds, as at s = 0 alone)."""
+    learner = _learner(cost_limit=1.05)
+    learner.cfg = dataclasses.replace(learner.cfg, estep_recent=recent, dual_max=20.0)
+    for target in (learner.critics, learner.target):
+        with torch.no_grad():
+            target.q_cost.heads[0][0].weight.copy_(torch.tensor([[1.0, 1.0]]))
+    old, new = np.full((30, 1), 10.0, np.float32), np.zeros((2, 1), np.float32)
+    for s in (old, new):
+        z = np.zeros(len(s), np.float32)
+        learner.replay.add(s, np.zeros_like(s), z, z, s, z)
+    batch = {**_batch(), "obs": np.full((32, 1), 10.0, np.float32)}
+    m = learner.update(batch, torch.Generator().manual_seed(0))
+    assert m["q_cost"] == pytest.approx(q_cost, abs=0.05)
+    if recent:
+        assert m["q_cost_estep"] == pytest.approx(1.05, abs=1e-3)
+        assert 0.1 < learner.multiplier < 20.0
+    else:
+        assert learner.multiplier == 20.0

@@ -84,12 +84,16 @@ def test_cli_trains_cvpo_and_attacks_use_its_critics(tmp_path):
         assert attacked["episodes"] != natural, attacked["attack"]
 
 
-@pytest.mark.parametrize("mode, dual_lr", [("vanilla", 0.0), ("adv-mc", 0.0), ("vanilla", 0.05)])
-def test_cvpo_resume_is_bit_identical(tmp_path, mode, dual_lr, monkeypatch):
+@pytest.mark.parametrize(
+    "mode, dual_lr, recent",
+    [("vanilla", 0.0, 0), ("adv-mc", 0.0, 0), ("vanilla", 0.05, 0), ("adv-mr", 0.0, 30)],
+)
+def test_cvpo_resume_is_bit_identical(tmp_path, mode, dual_lr, recent, monkeypatch):
     acted_on = spy_acted_on(monkeypatch, OffPolicyNetworks, "add")
 
     def train(out: Path, *extra: str) -> int:
-        return cvpo_train(out, "--set", f"cvpo.dual_lr={dual_lr}", *extra)
+        settings = ("--set", f"cvpo.dual_lr={dual_lr}", "--set", f"cvpo.estep_recent={recent}")
+        return cvpo_train(out, *settings, *extra)
 
     full, cut = full_and_resumed(train, tmp_path, mode)
     # a robust mode's policy acted on attacked observations, vanilla's on the true ones

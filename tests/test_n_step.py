@@ -295,3 +295,20 @@ def test_an_n_step_sac_lag_run_resumes_bit_identically(tmp_path):
     assert np.array_equal(a["n_step_pending"]["reward"], b["n_step_pending"]["reward"])
     # 3-step transitions, and shorter ones where an episode (20 steps) ends
     assert set(a["replay"]["steps"].tolist()) == {1.0, 2.0, 3.0}
+
+
+def test_newest_obs_draws_only_from_the_newest_transitions_across_the_wrap():
+    buf = ReplayBuffer(1, 1, capacity=5)
+    for i in range(7):  # obs i; 0 and 1 are overwritten, 5 and 6 sit at rows 0 and 1
+        z = np.zeros(1, np.float32)
+        buf.add(np.full((1, 1), i, np.float32), z[:, None], z, z, z[:, None], z)
+    g = torch.Generator().manual_seed(0)
+    assert set(buf.newest_obs(200, 2, g)[:, 0].tolist()) == {5.0, 6.0}
+    assert set(buf.newest_obs(200, 3, g)[:, 0].tolist()) == {4.0, 5.0, 6.0}
+    assert set(buf.newest_obs(400, 100, g)[:, 0].tolist()) == {2.0, 3.0, 4.0, 5.0, 6.0}
+    partial = ReplayBuffer(1, 1, capacity=10)  # not yet full: the newest rows end at pos - 1
+    col, z = np.arange(4, dtype=np.float32)[:, None], np.zeros(4, np.float32)
+    partial.add(col, col, z, z, col, z)
+    assert set(partial.newest_obs(200, 2, g)[:, 0].tolist()) == {2.0, 3.0}
+    with pytest.raises(ValueError, match="empty"):
+        ReplayBuffer(1, 1, 3).newest_obs(1, 1, g)

@@ -19,7 +19,11 @@ At the minimum dg/deta = 0 is KL(q || pi_old) = eps, and dg/dlambda = 0 is E_q[Q
 (or lambda = 0 with E_q[Q_c] < qc_thres): the constraints hold with complementary slackness.
 qc_thres is the per-episode cost limit as a Q bound (``sac_lag.qc_threshold``). The duals are
 solved on every batch (the CVPO code's); with ``dual_lr`` > 0 they take one Adam step on g per
-batch instead (FSRL's), so lambda moves smoothly rather than to each batch's own optimum.
+batch instead (FSRL's), so lambda moves smoothly rather than to each batch's own optimum. The
+states s_i are the replay batch's (the CVPO code's), or with ``estep_recent`` > 0 a batch drawn
+from the newest transitions only: the replay's old states (an early policy's, often unsafe ones)
+keep the mean Q_c over the whole replay above qc_thres long after the policy's own episodes are
+safe, and lambda then stays at its bound.
 
 M-step (CVPO section 4.2, Eq. 9-10; MPO's decoupled trust regions, Abdolmaleki et al. 2018).
 Fit the parametric policy to q by weighted maximum likelihood, the mean and the covariance
@@ -312,8 +316,12 @@ class CVPO(OffPolicyNetworks):
         pi_old and pi_theta act on it, the critics score at the true states."""
         b = {k: torch.as_tensor(v) for k, v in batch.items()}
         m = {"loss_q": self._critic_step(b, generator)}
-        seen = b["obs"] if actor_obs is None else actor_obs(b["obs"])
-        w, u, mu_old, log_std_old, em = self._estep(b["obs"], seen, generator)
+        states = b["obs"]
+        if self.cfg.estep_recent > 0:  # the policy step's own states, the newest ones
+            newest = self.replay.newest_obs(len(states), self.cfg.estep_recent, generator)
+            states = torch.as_tensor(newest)
+        seen = states if actor_obs is None else actor_obs(states)
+        w, u, mu_old, log_std_old, em = self._estep(states, seen, generator)
         m.update(em)
         m.update(self._mstep(seen, w, u, mu_old, log_std_old))
         self.update_target(self.cfg.polyak)
