@@ -136,6 +136,10 @@ class FOCOPSConfig:
     # last actor. FOCOPS' cost swings from epoch to epoch on CarCircle (16-55 in one epoch),
     # and the last actor is one draw from them.
     actor_average: float = 0.0
+    # "dual" (the FOCOPS paper's): nu by the projected step of nu_lr, capped at nu_max. "pid":
+    # nu is the PID controller's output (the run's ``pid`` group, as PPO-Lagrangian's lambda;
+    # pid.cost_limit must equal this cost_limit); nu_lr and nu_max are then not used.
+    multiplier: str = "dual"
 
     def __post_init__(self) -> None:
         _positive(self, "actor_lr", "critic_lr", "temperature", "kl_bound", "passes")
@@ -152,6 +156,8 @@ class FOCOPSConfig:
             raise ValueError(f"cost_limit must be >= 0, got {self.cost_limit}")
         if not 0.0 <= self.actor_average < 1.0:
             raise ValueError(f"actor_average must be in [0, 1), got {self.actor_average}")
+        if self.multiplier not in ("dual", "pid"):
+            raise ValueError(f"multiplier must be 'dual' or 'pid', got {self.multiplier!r}")
 
 
 @dataclass(frozen=True)
@@ -518,6 +524,12 @@ class TrainConfig:
                 f"steps_per_epoch ({self.steps_per_epoch}) must be a multiple of num_envs "
                 f"({self.num_envs})"
             )
+        if self.algo == "focops" and self.focops.multiplier == "pid":
+            if self.pid.cost_limit != self.focops.cost_limit:
+                raise ValueError(
+                    f"focops.multiplier=pid: pid.cost_limit ({self.pid.cost_limit}) must equal "
+                    f"focops.cost_limit ({self.focops.cost_limit}), the run's limit"
+                )
         if self.algo in OFF_POLICY_ALGOS:  # a fraction left at an epoch's end is not carried
             group = "sac" if self.algo == "sac-lag" else "cvpo"
             rate = getattr(self, group).updates_per_step

@@ -282,3 +282,41 @@ def test_make_learner_builds_the_configured_learner_behind_one_interface():
     for learner in (ppol, focops):
         assert isinstance(learner, OnPolicyLearner)
         assert learner.actor is nets[0] and learner.v_cost is nets[2]
+
+
+def test_the_pid_multiplier_is_the_controllers_output_by_hand_and_resumes():
+    """``multiplier="pid"``: nu = max(0, KP max(0, e) + KI I + KD D) on J_c against b = 5, with
+    I = max(0, I + e) and D = max(0, e - e_prev): the FOCOPS step's nu_lr / nu_max play no part."""
+    from robustsafe.pid import PIDConfig
+
+    cfg = FOCOPSConfig(passes=1, minibatch_size=4, multiplier="pid", nu_lr=0.5, nu_max=0.2)
+    pid = PIDConfig(kp=0.1, ki=0.01, kd=0.001)
+
+    def learner() -> FOCOPS:
+        torch.manual_seed(1)
+        actor = GaussianActor(3, 2, (8,), init_log_std=-0.5)
+        return FOCOPS(actor, ValueCritic(3, (8,)), ValueCritic(3, (8,)), cfg, pid)
+
+    a = learner()
+    a.update(_rollout(a.actor), 15.0, torch.Generator())  # e 10, I 10, D 10
+    assert a.nu == pytest.approx(0.1 * 10 + 0.01 * 10 + 0.001 * 10)  # 1.11, above nu_max
+    a.update(_rollout(a.actor, seed=1), 0.0, torch.Generator())  # e -5, I 5, D 0, P 0
+    assert a.nu == pytest.approx(0.01 * 5)
+    a.update(_rollout(a.actor, seed=2), None, torch.Generator())  # no finished episode
+    assert a.nu == pytest.approx(0.05)
+    b = learner()
+    b.load_state_dict(copy.deepcopy(a.state_dict()))
+    for x in (a, b):  # e 3, I 8, D 3 - (-5) = 8: the restored controller's memory
+        x.update(_rollout(x.actor, seed=3), 8.0, torch.Generator())
+        assert x.nu == pytest.approx(0.1 * 3 + 0.01 * 8 + 0.001 * 8)
+    with pytest.raises(ValueError, match="needs the run's PID settings"):
+        FOCOPS(GaussianActor(3, 2, (8,)), ValueCritic(3, (8,)), ValueCritic(3, (8,)), cfg)
+
+
+def test_focops_multiplier_settings_are_checked():
+    with pytest.raises(ValueError, match="multiplier must be 'dual' or 'pid', got 'gradient'"):
+        FOCOPSConfig(multiplier="gradient")
+    focops = FOCOPSConfig(multiplier="pid", cost_limit=10.0)
+    with pytest.raises(ValueError, match=r"pid.cost_limit \(5.0\) must equal focops.cost_limit"):
+        TrainConfig(algo="focops", focops=focops)
+    TrainConfig(algo="ppol", focops=focops)  # a PPOL run never reads the FOCOPS group

@@ -82,14 +82,21 @@ def test_focops_trains_in_robust_modes(tmp_path, mode, monkeypatch):
         assert len(acted_on) == 1 and 0 < acted_on[0] <= eps + 1e-6
 
 
-@pytest.mark.parametrize("mode", ["vanilla", "adv-mr"])
-def test_focops_resume_is_bit_identical(tmp_path, mode, monkeypatch):
+@pytest.mark.parametrize(
+    "mode, multiplier", [("vanilla", "dual"), ("adv-mr", "dual"), ("vanilla", "pid")]
+)
+def test_focops_resume_is_bit_identical(tmp_path, mode, multiplier, monkeypatch):
     acted_on = spy_acted_on(monkeypatch, FOCOPS, "update")
-    full, cut = full_and_resumed(focops_train, tmp_path, mode, FOCOPS_NETS)
+
+    def train(out: Path, *extra: str) -> int:
+        return focops_train(out, "--set", f"focops.multiplier={multiplier}", *extra)
+
+    full, cut = full_and_resumed(train, tmp_path, mode, FOCOPS_NETS)
     # a robust mode's policy acted on attacked observations (else its resume is vanilla's)
     assert (max(acted_on) > 0) == (mode != "vanilla")
     a, b = (load_state(d / "state.pt")["learner"] for d in (full, cut))
     assert a["nu"] == b["nu"] != 0.5
+    assert a.get("pid") == b.get("pid") and ("pid" in a) == (multiplier == "pid")
 
 
 def test_algo_is_validated_and_kept_on_resume(tmp_path, capsys):

@@ -45,7 +45,7 @@ def make_learner(
     if cfg.algo == "ppol":
         return PPOLagrangian(actor, v_reward, v_cost, cfg.ppo, cfg.pid)
     if cfg.algo == "focops":
-        return FOCOPS(actor, v_reward, v_cost, cfg.focops)
+        return FOCOPS(actor, v_reward, v_cost, cfg.focops, cfg.pid)
     if cfg.algo in OFF_POLICY_ALGOS:
         if critics is None:
             raise ValueError(f"{cfg.algo} needs its Q critics")

@@ -11,7 +11,9 @@ episode (the same J_c and b as PPO-Lagrangian's PID):
 
        nu <- clip(nu - nu_lr * (b - J_c), 0, nu_max)
 
-   nu grows while the episodes cost more than b, shrinks while they cost less.
+   nu grows while the episodes cost more than b, shrinks while they cost less. With
+   ``multiplier="pid"`` (an option) nu is instead the output of the PID controller of
+   PPO-Lagrangian (``robustsafe.pid``, the run's ``pid`` gains) fed the same J_c against b.
 
 2. The actor. For a temperature lambda, the best policy in the non-parametric space is
    pi*(a|s) ~ pi_k(a|s) exp((A(s, a) - nu A_C(s, a)) / lambda) (Theorem 1); FOCOPS moves
@@ -60,6 +62,7 @@ from robustsafe.learners.base import (
     rollout_advantages,
 )
 from robustsafe.nets import GaussianActor, ValueCritic
+from robustsafe.pid import PIDConfig, PIDLagrangian
 
 
 def diagonal_gaussian_kl(
@@ -105,10 +108,16 @@ class FOCOPS(OnPolicyNetworks):
         v_reward: ValueCritic,
         v_cost: ValueCritic,
         cfg: FOCOPSConfig,
+        pid: PIDConfig | None = None,
     ) -> None:
         super().__init__(actor, v_reward, v_cost, cfg)
         self.cfg = cfg
         self.nu = cfg.nu_init
+        self.pid: PIDLagrangian | None = None
+        if cfg.multiplier == "pid":
+            if pid is None:
+                raise ValueError("focops.multiplier=pid needs the run's PID settings")
+            self.pid = PIDLagrangian(pid)
 
     @property
     def multiplier(self) -> float:
@@ -124,7 +133,10 @@ class FOCOPS(OnPolicyNetworks):
         """One epoch's update: nu, then the actor, then the value critics."""
         cfg = self.cfg
         if mean_episode_cost is not None:  # no finished episode: keep nu
-            self.nu = nu_step(self.nu, mean_episode_cost, cfg)
+            if self.pid is None:
+                self.nu = nu_step(self.nu, mean_episode_cost, cfg)
+            else:
+                self.nu = self.pid.update(mean_episode_cost)
         data = rollout_advantages(ro, self.v_reward, self.v_cost, cfg.gamma, cfg.gae_lambda)
         a_r, a_c = data["adv_r"], data["adv_c"]
         data["adv_r"] = (a_r - a_r.mean()) / (a_r.std() + 1e-8)
@@ -183,8 +195,11 @@ class FOCOPS(OnPolicyNetworks):
     # ------------------------------------------------------------------ state
 
     def state_dict(self) -> dict:
-        return {**self.networks_state(), "nu": self.nu}
+        pid = {} if self.pid is None else {"pid": self.pid.state_dict()}
+        return {**self.networks_state(), "nu": self.nu, **pid}
 
     def load_state_dict(self, d: dict) -> None:
         self.load_networks_state(d)
         self.nu = float(d["nu"])
+        if self.pid is not None:
+            self.pid.load_state_dict(d["pid"])
