@@ -138,7 +138,9 @@ class FOCOPSConfig:
     actor_average: float = 0.0
     # "dual" (the FOCOPS paper's): nu by the projected step of nu_lr, capped at nu_max. "pid":
     # nu is the PID controller's output (the run's ``pid`` group, as PPO-Lagrangian's lambda;
-    # pid.cost_limit must equal this cost_limit); nu_lr and nu_max are then not used.
+    # pid.cost_limit must equal this cost_limit); nu_lr and nu_max are then not used. An option
+    # only: on CarRun it held the training cost at the limit but slowed the speed criterion
+    # (benchmarks/results/focops_probe/carrun-nulr).
     multiplier: str = "dual"
 
     def __post_init__(self) -> None:
@@ -284,7 +286,8 @@ class CVPOConfig:
     # 0 (the CVPO code's and FSRL's): the E-step and the M-step take the states of the update's
     # replay batch. Above 0: they take batch_size states of their own, drawn from the newest
     # this-many transitions, so that the E-step's cost bound E_q[Q_c] <= qc_thres is judged on
-    # the states the current policy visits rather than on the whole replay's.
+    # the states the current policy visits rather than on the whole replay's. An option only:
+    # on CarRun it was slower (benchmarks/results/cvpo_recent).
     estep_recent: int = 0
     kl_mean: float = 0.001  # epsilon_mu of the M-step's mean trust region
     kl_std: float = 0.001  # epsilon_Sigma of the M-step's covariance trust region

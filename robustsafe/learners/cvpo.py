@@ -23,7 +23,9 @@ batch instead (FSRL's), so lambda moves smoothly rather than to each batch's own
 states s_i are the replay batch's (the CVPO code's), or with ``estep_recent`` > 0 a batch drawn
 from the newest transitions only: the replay's old states (an early policy's, often unsafe ones)
 keep the mean Q_c over the whole replay above qc_thres long after the policy's own episodes are
-safe, and lambda then stays at its bound.
+safe, and lambda then stays at its bound. Measured on CarRun it does not help: the critics still
+fit the whole replay with the current actor's a', so the old states' Q_c grows once the policy
+step leaves them, and pulls the newest states' Q_c up with it (benchmarks/results/cvpo_recent).
 
 M-step (CVPO section 4.2, Eq. 9-10; MPO's decoupled trust regions, Abdolmaleki et al. 2018).
 Fit the parametric policy to q by weighted maximum likelihood, the mean and the covariance
