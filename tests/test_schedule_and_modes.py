@@ -460,11 +460,15 @@ def test_fast_focops_saves_the_weight_average_on_carcircle_only():
 def test_fast_focops_takes_the_smaller_step_size_on_carcircle_only():
     # Measured (benchmarks/results/focops_probe, "a smaller step size"): FOCOPS-vanilla with
     # actor lr 1e-4 met the CarCircle reward target where 3e-4 did not. Every mode of FOCOPS on
-    # CarCircle under fast; CarRun, the paper preset and PPOL keep their own step size.
+    # CarCircle under fast but the adv-* ones, whose FOCOPS(MC) was robust on more seeds with
+    # 3e-4 ("which step size for the ADV modes"); CarRun, the paper preset and PPOL keep 3e-4.
     def lr(env, algo="focops", mode="vanilla", level="fast"):
         return preset(env, level, mode=mode, algo=algo).focops.actor_lr
 
-    assert lr("SafetyCarCircle-v0") == lr("SafetyCarCircle-v0", mode="adv-mc") == 1e-4
+    assert lr("SafetyCarCircle-v0") == lr("SafetyCarCircle-v0", mode="random") == 1e-4
+    assert lr("SafetyCarCircle-v0", mode="sa-mad") == 1e-4
+    assert lr("SafetyCarCircle-v0", mode="adv-mc") == 3e-4
+    assert lr("SafetyCarCircle-v0", mode="adv-mr") == 3e-4
     assert lr("SafetyCarRun-v0") == lr("SafetyCarCircle-v0", level="paper") == 3e-4
     assert lr("SafetyCarCircle-v0", algo="ppol") == 3e-4
 
