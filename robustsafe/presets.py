@@ -164,25 +164,24 @@ _FAST_FOCOPS_TASKS: dict[str, dict[str, Any]] = {
     ),
 }
 
-# FOCOPS' adv-* modes under fast, per task. CarCircle keeps the FOCOPS paper's actor lr 3e-4:
-# FOCOPS(MC) seeds 0-4, a rule fixed before the runs (benchmarks/results/focops_probe, "which
-# step size for the ADV modes"), robust on 5 of 5 with 3e-4 and 4 of 5 with 1e-4 (seed 2 MR 8.62;
-# 1e-4 raises the natural reward by about 40).
-_FAST_FOCOPS_ADV_TASKS: dict[str, dict[str, Any]] = {
-    "SafetyCarCircle-v0": dict(focops=dict(actor_lr=3e-4)),
-}
-
-# ADV-PPOL (every adv-* mode of PPOL) under fast, per task. CarCircle: FOCOPS' two settings
-# there, the attack at its full budget from epoch 100 (start 50, length 50 of 150) and the agent
-# file holding a 0.9-per-epoch Polyak average of the actor (ppo.actor_average). Adopted by a rule
-# fixed before the runs (benchmarks/results/recipe/carcircle-adv-schedule-average): over
-# ADV-PPOL(MC) and (MR), seeds 0-4 trained on one machine, the two together robust on 8 of 10;
-# FOCOPS' schedule alone 7, the average alone 3, the task's schedule and last actor 2; pooled
-# natural reward 301.6 against 300.0.
-_FAST_PPOL_ADV_TASKS: dict[str, dict[str, Any]] = {
-    "SafetyCarCircle-v0": dict(
-        robust=dict(schedule_start=50, schedule_length=50), ppo=dict(actor_average=0.9)
-    ),
+# The adv-* modes under fast, per learner and task.
+# PPOL on CarCircle: FOCOPS' two settings there, the attack at its full budget from epoch 100
+# (start 50, length 50 of 150) and the agent file holding a 0.9-per-epoch Polyak average of the
+# actor (ppo.actor_average). Adopted by a rule fixed before the runs
+# (benchmarks/results/recipe/carcircle-adv-schedule-average): over ADV-PPOL(MC) and (MR), seeds
+# 0-4 trained on one machine, the two together robust on 8 of 10; FOCOPS' schedule alone 7, the
+# average alone 3, the task's schedule and last actor 2; pooled natural reward 301.6 against 300.0.
+# FOCOPS on CarCircle keeps the FOCOPS paper's actor lr 3e-4: FOCOPS(MC) seeds 0-4, a rule fixed
+# before the runs (benchmarks/results/focops_probe, "which step size for the ADV modes"), robust
+# on 5 of 5 with 3e-4 and 4 of 5 with 1e-4 (seed 2 MR 8.62; 1e-4 raises the natural reward by
+# about 40).
+_FAST_ADV_TASKS: dict[str, dict[str, dict[str, Any]]] = {
+    "ppol": {
+        "SafetyCarCircle-v0": dict(
+            robust=dict(schedule_start=50, schedule_length=50), ppo=dict(actor_average=0.9)
+        ),
+    },
+    "focops": {"SafetyCarCircle-v0": dict(focops=dict(actor_lr=3e-4))},
 }
 
 
@@ -344,10 +343,8 @@ def preset(
         layers += [_FAST_ALL, task]
         if algo == "focops":
             layers += [_FAST_FOCOPS, _FAST_FOCOPS_TASKS.get(env_id, {})]
-        if algo == "focops" and mode.startswith("adv-"):
-            layers.append(_FAST_FOCOPS_ADV_TASKS.get(env_id, {}))
-        if algo == "ppol" and mode.startswith("adv-"):
-            layers.append(_FAST_PPOL_ADV_TASKS.get(env_id, {}))
+        if mode.startswith("adv-"):
+            layers.append(_FAST_ADV_TASKS.get(algo, {}).get(env_id, {}))
         if mode.startswith("sa-"):
             layers.append(_FAST_SA)
     values: dict[str, Any] = {}
