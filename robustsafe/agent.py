@@ -16,6 +16,7 @@ from robustsafe.choices import OFF_POLICY_ALGOS
 from robustsafe.config import TrainConfig
 from robustsafe.critics import QCritics
 from robustsafe.nets import (
+    Actor,
     GaussianActor,
     ObsNormalizer,
     SquashedGaussianActor,
@@ -32,7 +33,7 @@ AGENT_VERSION = 1
 @dataclass
 class Agent:
     config: TrainConfig
-    actor: GaussianActor
+    actor: Actor
     v_reward: ValueCritic
     v_cost: ValueCritic
     critics: QCritics
@@ -65,11 +66,11 @@ class Agent:
 
 def build_networks(
     cfg: TrainConfig, obs_dim: int, act_dim: int, act_low: float = -1.0, act_high: float = 1.0
-) -> tuple[GaussianActor, ValueCritic, ValueCritic, QCritics, ObsNormalizer | None]:
+) -> tuple[Actor, ValueCritic, ValueCritic, QCritics, ObsNormalizer | None]:
     """Fresh networks of the shapes ``cfg`` asks for."""
     norm = ObsNormalizer(obs_dim) if cfg.obs_normalization else None
     h = cfg.ppo.hidden
-    actor: GaussianActor | SquashedGaussianActor
+    actor: Actor
     off_policy = cfg.algo in OFF_POLICY_ALGOS
     if off_policy:  # tanh-squashed Gaussian, state-dependent std
         actor = SquashedGaussianActor(obs_dim, act_dim, h, act_low, act_high, norm)
@@ -97,7 +98,7 @@ def build_networks(
 def save_agent(
     path: Path,
     cfg: TrainConfig,
-    actor: GaussianActor,
+    actor: Actor,
     v_reward: ValueCritic,
     v_cost: ValueCritic,
     critics: QCritics,

@@ -28,6 +28,8 @@ class QCritics(nn.Module):
     Q_c estimates the discounted cost divided by it (the attackers' critics: ``CriticConfig``'s
     5; an off-policy learner's own critics: 1, raw costs)."""
 
+    env_id: str | None = None  # the task they were fitted on, when loaded from a critics file
+
     def __init__(
         self,
         obs_dim: int,

@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -35,6 +35,9 @@ from robustsafe.agent import Agent
 from robustsafe.attacks.rng import RowGenerators, episode_generator
 from robustsafe.choices import unique_entries
 from robustsafe.envs import VectorEnv, episode_seed
+
+if TYPE_CHECKING:
+    from robustsafe.attacks.base import Attacker
 
 # (agent, observations, one random generator per row) -> the observations the agent sees
 ObservationAttack = Callable[[Agent, torch.Tensor, RowGenerators], torch.Tensor]
@@ -106,7 +109,9 @@ def float64_agent(agent: Agent) -> Agent:
     params = [p for m in _modules(agent) for p in m.parameters() if p.is_floating_point()]
     if all(p.dtype == torch.float64 for p in params):
         return agent
-    memo = {} if isinstance(agent.actor, torch.nn.Module) else {id(agent.actor): agent.actor}
+    memo: dict[int, Any] = {}
+    if not isinstance(agent.actor, torch.nn.Module):
+        memo[id(agent.actor)] = agent.actor
     agent = copy.deepcopy(agent, memo)  # one copy keeps the normaliser shared between networks
     for module in _modules(agent):
         module.double()
@@ -246,7 +251,10 @@ def evaluate_agent(
     from robustsafe.attacks import amad_threshold, make_attacker
 
     names = unique_entries(attacks)  # an attacker named twice runs once
-    attackers = {n: make_attacker(n) for n in names if n not in ("none", "amad")}  # name check
+    # name check; AMAD's attackers join later, one per xi, keyed ("amad", xi)
+    attackers: dict[str | tuple[str, float], Attacker] = {
+        n: make_attacker(n) for n in names if n not in ("none", "amad")
+    }
     if attack_space not in ("raw", "normalized"):
         raise ValueError(f"attack_space must be 'raw' or 'normalized', got {attack_space!r}")
     scale = None
@@ -271,7 +279,7 @@ def evaluate_agent(
         ),
     )
     results = [natural]
-    runs = [(n, None) for n in names if n not in ("none", "amad")]
+    runs: list[tuple[str, float | None]] = [(n, None) for n in names if n not in ("none", "amad")]
     if "amad" in names:
         obs_all = torch.from_numpy(np.concatenate(natural_obs)).to(torch.float64)
         for x in xis:
@@ -478,7 +486,11 @@ def evaluate_policy(
         raise TypeError(f"critics must be QCritics or a critics file, got {type(critics).__name__}")
     check_attacks_for(policy, attacks, critics)
     own = isinstance(env, str)
-    vec = VectorEnv(env, min(num_envs, episodes), seed=seed, workers=workers) if own else env
+    vec = (
+        VectorEnv(env, min(num_envs, episodes), seed=seed, workers=workers)
+        if isinstance(env, str)
+        else env
+    )
     try:
         if critics is not None:  # before any episode: critics fitted on another task
             fitted_on = getattr(critics, "env_id", None)  # recorded in their file

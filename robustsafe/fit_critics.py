@@ -16,7 +16,7 @@ drawn the same way. ``std`` is ``exploration_std`` if given, else the policy's o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -120,7 +120,11 @@ class ExplorationActor(torch.nn.Module):
         return torch.distributions.Normal(mean, self.log_std.exp().to(mean.dtype).expand_as(mean))
 
 
-def resolve_exploration_std(policy, act_dim: int, std=None) -> torch.Tensor:
+# one value for every action dimension, or one per dimension; None: see resolve_exploration_std
+ExplorationStd = float | Sequence[float] | torch.Tensor | None
+
+
+def resolve_exploration_std(policy, act_dim: int, std: ExplorationStd = None) -> torch.Tensor:
     """The exploration noise of ``fit_policy_critics`` (see the module docstring)."""
     if std is None:
         std = getattr(policy, "action_std", None)
@@ -138,7 +142,7 @@ def fit_policy_critics(
     policy,
     vec: VectorEnv | str,
     steps: int = 200_000,
-    exploration_std: float | None = None,
+    exploration_std: ExplorationStd = None,
     hidden: tuple[int, ...] = (128, 128),
     updates_per_1000_steps: int = 50,
     seed: int = 0,
@@ -164,7 +168,7 @@ def fit_policy_critics(
             "module with TorchPolicy"
         )
     own = isinstance(vec, str)
-    if own:
+    if isinstance(vec, str):
         vec = VectorEnv(vec, num_envs, seed=seed, workers=workers)
     try:
         for name, d, e in (
@@ -206,7 +210,8 @@ def save_critics(
     ``env_id``, the task they were fitted on, is recorded (``load_critics`` sets it as the
     critics' ``env_id``) so that an evaluation on another task can refuse them."""
 
-    hidden = [m.out_features for m in critics.q_cost.heads[0] if isinstance(m, torch.nn.Linear)]
+    head = critics.q_cost.heads[0]
+    hidden = [m.out_features for m in head.modules() if isinstance(m, torch.nn.Linear)]
     atomic_torch_save(
         {
             "format": CRITICS_FORMAT,

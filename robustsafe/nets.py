@@ -26,6 +26,10 @@ class ObsNormalizer(nn.Module):
     frozen at evaluation.
     """
 
+    mean: torch.Tensor  # buffers (register_buffer below)
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, obs_dim: int, clip: float = 10.0, eps: float = 1e-8) -> None:
         super().__init__()
         self.clip = clip
@@ -81,6 +85,14 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def mlp_in_features(net: nn.Sequential) -> int:
+    """The input width of a network built by ``mlp`` (its first layer's)."""
+    first = net[0]
+    if not isinstance(first, nn.Linear):
+        raise TypeError(f"expected an mlp starting with nn.Linear, got {type(first).__name__}")
+    return first.in_features
+
+
 def expected_clipped_action(
     mean: torch.Tensor, std: torch.Tensor, low: torch.Tensor, high: torch.Tensor
 ) -> torch.Tensor:
@@ -113,6 +125,8 @@ class GaussianActor(nn.Module):
     """
 
     differentiable = True
+    act_low: torch.Tensor  # buffers (register_buffer below)
+    act_high: torch.Tensor
 
     def __init__(
         self,
@@ -139,7 +153,7 @@ class GaussianActor(nn.Module):
 
     @property
     def obs_dim(self) -> int:
-        return int(self.net[0].in_features)
+        return mlp_in_features(self.net)
 
     @property
     def act_dim(self) -> int:
@@ -194,6 +208,9 @@ class SquashedGaussianActor(nn.Module):
     Gaussians equals that of their pre-tanh Gaussians, tanh being a bijection).
     """
 
+    act_low: torch.Tensor  # buffers (register_buffer below)
+    act_high: torch.Tensor
+
     def __init__(
         self,
         obs_dim: int,
@@ -213,7 +230,7 @@ class SquashedGaussianActor(nn.Module):
 
     @property
     def obs_dim(self) -> int:
-        return int(self.net[0].in_features)
+        return mlp_in_features(self.net)
 
     @property
     def act_dim(self) -> int:
@@ -266,6 +283,10 @@ class SquashedGaussianActor(nn.Module):
         return self.deterministic_action(obs)
 
 
+# the policy a learner trains: GaussianActor (on-policy), SquashedGaussianActor (off-policy)
+Actor = GaussianActor | SquashedGaussianActor
+
+
 class ValueCritic(nn.Module):
     """State value V(s) for the reward or the cost."""
 
@@ -289,6 +310,8 @@ class QCritic(nn.Module):
     Two heads (clipped double Q) for the reward critic Q_r, one for the cost critic Q_c, as in
     the authors' implementation.
     """
+
+    heads: nn.ModuleList  # of mlp(...) networks, nn.Sequential each
 
     def __init__(
         self,

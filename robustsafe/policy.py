@@ -120,6 +120,7 @@ class TorchPolicy(nn.Module):
     """
 
     differentiable = True
+    _std: Tensor | None  # a buffer (register_buffer below)
 
     def __init__(
         self,
@@ -213,6 +214,14 @@ class BlackBoxPolicy:
 # ----------------------------------------------------------------------------- SB3
 
 
+def _sb3_policy(model: Any) -> Any:
+    """The torch policy of an SB3 model (or the policy itself), typed Any: SB3's own modules."""
+    policy = getattr(model, "policy", model)
+    if not isinstance(policy, nn.Module):
+        raise TypeError(f"not a Stable-Baselines3 model or policy: {type(model).__name__}")
+    return policy
+
+
 class SB3Policy(nn.Module):
     """A Stable-Baselines3 PPO / A2C (``ActorCriticPolicy``) or SAC policy as a ``Policy``.
 
@@ -235,14 +244,19 @@ class SB3Policy(nn.Module):
     """
 
     differentiable = True
+    act_low: Tensor  # buffers (register_buffer below)
+    act_high: Tensor
+    extractor: nn.Module  # the SB3 actor's modules, shared with the model
+    latent: nn.Module
+    mu: nn.Module
+    log_std: nn.Parameter  # PPO / A2C
+    log_std_net: nn.Module  # SAC
 
     def __init__(self, model: Any) -> None:
         super().__init__()
         from stable_baselines3.common.torch_layers import FlattenExtractor
 
-        policy = getattr(model, "policy", model)
-        if not isinstance(policy, nn.Module):
-            raise TypeError(f"not a Stable-Baselines3 model or policy: {type(model).__name__}")
+        policy = _sb3_policy(model)
         if hasattr(policy, "action_net") and hasattr(policy, "mlp_extractor"):
             self.kind = "actor_critic"
             extractor = policy.pi_features_extractor
@@ -363,7 +377,7 @@ def load_sb3(path: str | Path, env_id: str | None = None, trust_pickle: bool = F
                 raise ValueError(f"{path}: its 'data' is not a JSON object of settings")
             algo = _sb3_algo(data)
             if trust_pickle:
-                cls = {"ppo": PPO, "a2c": A2C, "sac": SAC}[algo]
+                cls: Any = {"ppo": PPO, "a2c": A2C, "sac": SAC}[algo]
                 return SB3Policy(cls.load(path, device="cpu"))
             with zf.open("policy.pth") as f:
                 import io

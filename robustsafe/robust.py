@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from robustsafe.config import TrainConfig
-from robustsafe.nets import GaussianActor
+from robustsafe.nets import Actor, GaussianActor
 from robustsafe.rollout import Perturbation
 from robustsafe.schedule import drawn_fraction, epsilon_at
 
@@ -33,7 +33,7 @@ class RobustHooks:
     actor loss that any ``OnPolicyLearner`` adds to its own.
     """
 
-    def __init__(self, cfg: TrainConfig, actor: GaussianActor, critics, generator) -> None:
+    def __init__(self, cfg: TrainConfig, actor: Actor, critics, generator) -> None:
         from robustsafe.attacks import make_attacker
 
         self.cfg = cfg.robust

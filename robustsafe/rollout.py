@@ -15,7 +15,7 @@ import torch
 
 from robustsafe.buffers import Rollout
 from robustsafe.envs import Episode, VectorEnv
-from robustsafe.nets import GaussianActor, SquashedGaussianActor
+from robustsafe.nets import Actor, SquashedGaussianActor
 
 # nu: a batch of true observations -> the observations the agent sees.
 Perturbation = Callable[[torch.Tensor], torch.Tensor]
@@ -55,7 +55,7 @@ def join_results(parts: list[CollectResult]) -> CollectResult:
 
 
 def sample_actions(
-    actor: GaussianActor, obs: torch.Tensor, generator: torch.Generator
+    actor: Actor, obs: torch.Tensor, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gaussian actions drawn with ``generator`` (reproducible) and their log-probabilities
     (SAC's squashed actor draws its own: ``SquashedGaussianActor.sample``)."""
@@ -115,7 +115,7 @@ class Collector:
     @torch.no_grad()
     def collect(
         self,
-        actor: GaussianActor,
+        actor: Actor,
         steps: int,
         generator: torch.Generator,
         perturb: Perturbation | None = None,
@@ -123,7 +123,7 @@ class Collector:
         """``steps`` steps of every env, continuing the episodes in progress."""
         vec = self.vec
         n, d, a = vec.num_envs, vec.obs_dim, vec.act_dim
-        buf = {
+        buf: dict[str, np.ndarray] = {
             "obs": np.empty((steps, n, d), np.float32),
             "true_obs": np.empty((steps, n, d), np.float32),
             "act": np.empty((steps, n, a), np.float32),

@@ -51,6 +51,14 @@ def test_frozen_copies_follow_the_live_normaliser(algo):
     assert not torch.allclose(learner.target.q_reward(obs, act), q_live)
 
 
+@pytest.mark.parametrize(("algo", "other"), [("ppol", "cvpo"), ("sac-lag", "focops")])
+def test_a_learner_given_the_other_kind_of_actor_says_which_it_trains(algo, other):
+    actor, v_r, v_c, critics, _ = build_networks(TrainConfig(algo=other), OBS, ACT)
+    wanted = "GaussianActor" if algo == "ppol" else "SquashedGaussianActor"
+    with pytest.raises(TypeError, match=f"{algo} trains a {wanted}, got a "):
+        make_learner(TrainConfig(algo=algo), actor, v_r, v_c, critics, OBS, ACT, 100)
+
+
 def _move_multiplier(learner) -> None:
     if getattr(learner, "pid", None) is not None:
         learner.pid.update(40.0)  # an episode cost far above the limit raises lambda
