@@ -282,6 +282,8 @@ class CVPOConfig:
     # 0 (the CVPO code's): the E-step dual is solved on every batch. Above 0 (FSRL's, its
     # estep_dual_lr 0.02 with estep_iter_num 1): one Adam step of this rate on (eta, lambda) per
     # gradient step, so the duals follow the batches instead of jumping to each one's optimum.
+    # An option only: slower on CarRun (benchmarks/results/cvpo_preset), and on CarCircle both
+    # probed seeds ended over the cost limit (benchmarks/results/cvpo_dual_lr_circle).
     dual_lr: float = 0.0
     # 0 (the CVPO code's and FSRL's): the E-step and the M-step take the states of the update's
     # replay batch. Above 0: they take batch_size states of their own, drawn from the newest
